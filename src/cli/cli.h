@@ -1,0 +1,42 @@
+/* The command line: thin. Parsing is separate from running so the parser
+ * can be unit-tested. */
+#ifndef CORRAL_CLI_H
+#define CORRAL_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+#define CR_CLI_MAX_FILES 256
+#define CR_CLI_MAX_ENV 256
+
+typedef struct cr_run_opts {
+  const char *code;           /* -c */
+  const char *path;           /* FILE or "-" */
+  const char *lang;           /* --lang, NULL = from the file or python */
+  bool json;
+  double timeout_s, cpu_s;
+  uint64_t memory_bytes, disk_bytes, output_limit, output_max;
+  uint32_t pids;
+  const char *stdin_path;
+  const char *file_src[CR_CLI_MAX_FILES];   /* host path */
+  const char *file_dst[CR_CLI_MAX_FILES];   /* name in /workspace (points into argv or src) */
+  size_t nfiles;
+  const char *out_dir;
+  const char *expect;         /* raw --expect text (escapes not yet decoded) */
+  const char *expect_file;
+  const char *env[CR_CLI_MAX_ENV + 1];
+  size_t nenv;
+  bool help;
+} cr_run_opts;
+
+/* Parses `corral run` arguments (argv[0] is "run"). Returns 0, or -1 with a
+ * message naming the bad option and what is allowed. */
+int cr_cli_parse_run(int argc, char **argv, cr_run_opts *o, cr_err *err);
+
+int cr_cli_run(int argc, char **argv);
+int cr_cli_doctor(int argc, char **argv);
+
+#endif

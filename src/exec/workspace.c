@@ -1,0 +1,238 @@
+#include "exec/workspace.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int cr_ws_list_add(cr_ws_list *l, const char *path, uint64_t size, struct timespec mtime) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 16;
+    cr_ws_file *v = realloc(l->v, cap * sizeof *v);
+    if (!v)
+      return -1;
+    l->v = v;
+    l->cap = cap;
+  }
+  char *p = strdup(path);
+  if (!p)
+    return -1;
+  l->v[l->n++] = (cr_ws_file){.path = p, .size = size, .mtime = mtime};
+  return 0;
+}
+
+void cr_ws_list_free(cr_ws_list *l) {
+  for (size_t i = 0; i < l->n; i++)
+    free(l->v[i].path);
+  free(l->v);
+  memset(l, 0, sizeof *l);
+}
+
+static int scan_dir(int dfd, const char *prefix, int depth, dev_t dev, cr_ws_list *out) {
+  DIR *d = fdopendir(dfd);
+  if (!d) {
+    close(dfd);
+    return -errno;
+  }
+  struct dirent *e;
+  int rc = 0;
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev)
+      continue;
+    size_t pl = strlen(prefix), nl = strlen(e->d_name);
+    char *path = malloc(pl + nl + 2);
+    if (!path) {
+      rc = -ENOMEM;
+      break;
+    }
+    if (pl) {
+      memcpy(path, prefix, pl);
+      path[pl] = '/';
+      memcpy(path + pl + 1, e->d_name, nl + 1);
+    } else {
+      memcpy(path, e->d_name, nl + 1);
+    }
+    if (S_ISREG(st.st_mode)) {
+      if (out->n >= CR_WS_MAX_FILES) {
+        out->truncated = true;
+      } else if (cr_ws_list_add(out, path, (uint64_t)st.st_size, st.st_mtim) < 0) {
+        rc = -ENOMEM;
+      }
+    } else if (S_ISDIR(st.st_mode) && depth < 32) {
+      int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub >= 0)
+        rc = scan_dir(sub, path, depth + 1, dev, out);
+    }
+    free(path);
+    if (rc < 0)
+      break;
+  }
+  closedir(d);
+  return rc;
+}
+
+int cr_ws_scan(int ws_fd, cr_ws_list *out, cr_err *err) {
+  struct stat st;
+  if (fstat(ws_fd, &st) < 0)
+    return cr_fail(err, errno, "scanning /workspace");
+  int d = openat(ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d < 0)
+    return cr_fail(err, errno, "scanning /workspace");
+  int rc = scan_dir(d, "", 0, st.st_dev, out);
+  if (rc < 0)
+    return cr_fail(err, -rc, "scanning /workspace");
+  return 0;
+}
+
+static const cr_ws_file *find(const cr_ws_list *l, const char *path) {
+  for (size_t i = 0; i < l->n; i++)
+    if (strcmp(l->v[i].path, path) == 0)
+      return &l->v[i];
+  return NULL;
+}
+
+static int add_change(cr_result *res, const char *path, uint64_t size, cr_file_change c) {
+  cr_file_entry *v = realloc(res->files, (res->nfiles + 1) * sizeof *v);
+  if (!v)
+    return -1;
+  res->files = v;
+  char *p = strdup(path);
+  if (!p)
+    return -1;
+  v[res->nfiles++] = (cr_file_entry){.path = p, .size = size, .change = c};
+  return 0;
+}
+
+int cr_ws_diff(const cr_ws_list *before, const cr_ws_list *after, cr_result *res) {
+  for (size_t i = 0; i < after->n; i++) {
+    const cr_ws_file *a = &after->v[i];
+    const cr_ws_file *b = find(before, a->path);
+    if (!b) {
+      if (add_change(res, a->path, a->size, CR_FILE_CREATED) < 0)
+        return -1;
+    } else if (b->size != a->size || b->mtime.tv_sec != a->mtime.tv_sec ||
+               b->mtime.tv_nsec != a->mtime.tv_nsec) {
+      if (add_change(res, a->path, a->size, CR_FILE_MODIFIED) < 0)
+        return -1;
+    }
+  }
+  /* A truncated scan cannot say what was deleted. */
+  if (!after->truncated)
+    for (size_t i = 0; i < before->n; i++)
+      if (!find(after, before->v[i].path) &&
+          add_change(res, before->v[i].path, 0, CR_FILE_DELETED) < 0)
+        return -1;
+  res->files_truncated = after->truncated;
+  return 0;
+}
+
+/* Opens path (relative, components separated by '/') under dir one
+ * component at a time without following symlinks. For the output side
+ * (create true) missing directories are made. Returns an fd of the parent
+ * directory and sets *leaf to the last component. */
+static int walk_parent(int dir, const char *path, bool create, const char **leaf) {
+  int cur = dup(dir);
+  if (cur < 0)
+    return -errno;
+  const char *s = path;
+  for (;;) {
+    const char *slash = strchr(s, '/');
+    if (!slash) {
+      *leaf = s;
+      return cur;
+    }
+    char comp[256];
+    size_t n = (size_t)(slash - s);
+    if (n == 0 || n >= sizeof comp) {
+      close(cur);
+      return -EINVAL;
+    }
+    memcpy(comp, s, n);
+    comp[n] = '\0';
+    if (create && mkdirat(cur, comp, 0755) < 0 && errno != EEXIST) {
+      int e = errno;
+      close(cur);
+      return -e;
+    }
+    int next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    close(cur);
+    if (next < 0)
+      return -e;
+    cur = next;
+    s = slash + 1;
+  }
+}
+
+static int copy_fd(int in, int out) {
+  for (;;) {
+    ssize_t n = sendfile(out, in, NULL, 1 << 20);
+    if (n == 0)
+      return 0;
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+  }
+}
+
+int cr_ws_copy_out(int ws_fd, const cr_result *res, const char *out_dir, cr_err *err) {
+  if (mkdir(out_dir, 0755) < 0 && errno != EEXIST)
+    return cr_fail(err, errno, "creating the output directory %s", out_dir);
+  int od = open(out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (od < 0)
+    return cr_fail(err, errno, "opening the output directory %s", out_dir);
+  struct stat wst;
+  if (fstat(ws_fd, &wst) < 0) {
+    close(od);
+    return cr_fail(err, errno, "copying files out: /workspace");
+  }
+  int rc = 0;
+  for (size_t i = 0; i < res->nfiles && rc == 0; i++) {
+    const cr_file_entry *f = &res->files[i];
+    if (f->change == CR_FILE_DELETED)
+      continue;
+    const char *leaf;
+    int sd = walk_parent(ws_fd, f->path, false, &leaf);
+    if (sd < 0)
+      continue; /* gone or replaced by a symlink since the scan: skip */
+    int in = openat(sd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    close(sd);
+    if (in < 0)
+      continue;
+    struct stat st;
+    if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != wst.st_dev) {
+      close(in);
+      continue;
+    }
+    int dd = walk_parent(od, f->path, true, &leaf);
+    if (dd < 0) {
+      close(in);
+      rc = cr_fail(err, -dd, "copying %s out to %s", f->path, out_dir);
+      break;
+    }
+    int out = openat(dd, leaf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int e = errno;
+    close(dd);
+    if (out < 0) {
+      close(in);
+      rc = cr_fail(err, e, "copying %s out to %s", f->path, out_dir);
+      break;
+    }
+    int c = copy_fd(in, out);
+    close(in);
+    close(out);
+    if (c < 0)
+      rc = cr_fail(err, -c, "copying %s out to %s", f->path, out_dir);
+  }
+  close(od);
+  return rc;
+}

@@ -1,0 +1,45 @@
+/* What a run did to /workspace, seen from outside through the directory fd
+ * the sandbox handed over: which files it created, changed or deleted, and
+ * copying them out. Every open is one path component relative to a directory
+ * fd, with O_NOFOLLOW, and every file must be a regular file on the
+ * workspace's own filesystem: a symlink or a hard link the program made to a
+ * host file (leak.txt -> /etc/shadow) yields nothing of the host. */
+#ifndef CORRAL_EXEC_WORKSPACE_H
+#define CORRAL_EXEC_WORKSPACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "exec/result.h"
+#include "util/err.h"
+
+#define CR_WS_MAX_FILES 1000
+
+typedef struct cr_ws_file {
+  char *path;
+  uint64_t size;
+  struct timespec mtime;
+} cr_ws_file;
+
+typedef struct cr_ws_list {
+  cr_ws_file *v;
+  size_t n, cap;
+  bool truncated;    /* more than CR_WS_MAX_FILES regular files */
+} cr_ws_list;
+
+/* Every regular file under ws_fd (depth first, at most CR_WS_MAX_FILES). */
+int cr_ws_scan(int ws_fd, cr_ws_list *out, cr_err *err);
+/* Appends to a list (used to describe the state before a run). */
+int cr_ws_list_add(cr_ws_list *l, const char *path, uint64_t size, struct timespec mtime);
+void cr_ws_list_free(cr_ws_list *l);
+/* Fills res->files with what changed from before to after (created,
+ * modified: size or mtime differ, deleted). Paths listed in `ignore` that did
+ * not change are left out. */
+int cr_ws_diff(const cr_ws_list *before, const cr_ws_list *after, cr_result *res);
+/* Copies res->files that were created or modified from ws_fd into out_dir
+ * (created if missing). */
+int cr_ws_copy_out(int ws_fd, const cr_result *res, const char *out_dir, cr_err *err);
+
+#endif

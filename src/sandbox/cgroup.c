@@ -1,0 +1,333 @@
+/* cgroups: the limits that hold for the whole sandbox, not per process
+ * (memory of every process plus the tmpfs files they write; how many tasks
+ * exist at once), and the accounting a result reports (peak memory, whether
+ * the OOM killer fired, whether a fork hit the pids limit).
+ *
+ * cgroup v2 is preferred where this process may create children with the
+ * memory and pids controllers; cgroup v1 is used where the host has it (on
+ * the CI machine a child of the process's own memory cgroup enforces and
+ * reports OOM). Without either, the run still happens with rlimits as the
+ * only memory wall, and result.limits.enforced_by says so. */
+#include "sandbox/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int write_file(const char *dir, const char *name, const char *val) {
+  char p[512];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  int fd = open(p, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  size_t n = strlen(val);
+  ssize_t w = write(fd, val, n);
+  int e = errno;
+  close(fd);
+  if (w < 0)
+    return -e;
+  return (size_t)w == n ? 0 : -EIO;
+}
+
+static int read_file(const char *dir, const char *name, char *buf, size_t size) {
+  char p[512];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  ssize_t n = read(fd, buf, size - 1);
+  int e = errno;
+  close(fd);
+  if (n < 0)
+    return -e;
+  buf[n] = '\0';
+  return 0;
+}
+
+/* "key N" lines (memory.events, pids.events, memory.oom_control). */
+static uint64_t keyed(const char *text, const char *key) {
+  size_t kl = strlen(key);
+  for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+    if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
+      return strtoull(p + kl + 1, NULL, 10);
+  }
+  return 0;
+}
+
+/* Mount point of the cgroup hierarchy holding `controller` (v1), or of the
+ * cgroup2 hierarchy when controller is NULL. */
+static int find_mount(const char *controller, char *out, size_t size) {
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (!f)
+    return -errno;
+  char line[1024];
+  int rc = -ENOENT;
+  while (fgets(line, sizeof line, f)) {
+    char *sep = strstr(line, " - ");
+    if (!sep)
+      continue;
+    char mnt[512], fstype[64], src[128], opts[512];
+    if (sscanf(line, "%*s %*s %*s %*s %511s", mnt) != 1 ||
+        sscanf(sep + 3, "%63s %127s %511s", fstype, src, opts) != 3)
+      continue;
+    bool hit = false;
+    if (controller == NULL) {
+      hit = strcmp(fstype, "cgroup2") == 0;
+    } else if (strcmp(fstype, "cgroup") == 0) {
+      char *save = NULL;
+      for (char *t = strtok_r(opts, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (strcmp(t, controller) == 0)
+          hit = true;
+    }
+    if (hit) {
+      snprintf(out, size, "%s", mnt);
+      rc = 0;
+      break;
+    }
+  }
+  fclose(f);
+  return rc;
+}
+
+/* This process's path in the hierarchy of `controller` (v1) or in the v2
+ * hierarchy (controller NULL), from /proc/self/cgroup. */
+static int own_path(const char *controller, char *out, size_t size) {
+  FILE *f = fopen("/proc/self/cgroup", "re");
+  if (!f)
+    return -errno;
+  char line[1024];
+  int rc = -ENOENT;
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = '\0';
+    char *c1 = strchr(line, ':');
+    char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2)
+      continue;
+    *c2 = '\0';
+    const char *ctrls = c1 + 1, *path = c2 + 1;
+    bool hit = false;
+    if (controller == NULL) {
+      hit = strcmp(line, "0") == 0 && *ctrls == '\0';
+    } else {
+      char tmp[256];
+      snprintf(tmp, sizeof tmp, "%s", ctrls);
+      char *save = NULL;
+      for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (strcmp(t, controller) == 0)
+          hit = true;
+    }
+    if (hit) {
+      snprintf(out, size, "%s", path);
+      rc = 0;
+      break;
+    }
+  }
+  fclose(f);
+  return rc;
+}
+
+/* Can we create (and remove) a child group under dir? */
+static bool can_create(const char *dir) {
+  char p[512];
+  snprintf(p, sizeof p, "%s/corral-probe-%d", dir, (int)getpid());
+  if (mkdir(p, 0755) < 0)
+    return false;
+  rmdir(p);
+  return true;
+}
+
+static bool has_word(const char *text, const char *word) {
+  size_t wl = strlen(word);
+  for (const char *p = text; (p = strstr(p, word)) != NULL; p += wl)
+    if ((p == text || p[-1] == ' ') && (p[wl] == '\0' || p[wl] == ' ' || p[wl] == '\n'))
+      return true;
+  return false;
+}
+
+static void detect_v2(cr_host_info *h) {
+  char mnt[256], path[256], base[512], ctrls[256];
+  if (find_mount(NULL, mnt, sizeof mnt) < 0 || own_path(NULL, path, sizeof path) < 0)
+    return;
+  snprintf(base, sizeof base, "%s%s", mnt, strcmp(path, "/") == 0 ? "" : path);
+  if (read_file(base, "cgroup.controllers", ctrls, sizeof ctrls) < 0)
+    return;
+  if (!has_word(ctrls, "memory") || !has_word(ctrls, "pids"))
+    return;
+  /* A v2 group that hands controllers to children may hold no process
+   * itself; so the sandboxes go under a "corral" child of our group whose
+   * subtree gets the controllers, and we stay where we are. */
+  char parent[512];
+  snprintf(parent, sizeof parent, "%s/corral", base);
+  if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+    return;
+  if (write_file(base, "cgroup.subtree_control", "+memory +pids") < 0) {
+    snprintf(h->cg_note, sizeof h->cg_note,
+             "cgroup v2 at %s has memory and pids, but they cannot be enabled for children "
+             "(this process is not in a leaf it may delegate from)",
+             base);
+    return;
+  }
+  if (write_file(parent, "cgroup.subtree_control", "+memory +pids") < 0 || !can_create(parent))
+    return;
+  h->cg_mode = CR_CG_V2;
+  h->cg_memory = h->cg_pids = true;
+  char probe[600];
+  snprintf(probe, sizeof probe, "%s/memory.swap.max", parent);
+  h->cg_swap = access(probe, F_OK) == 0;
+  snprintf(h->cg_mem_base, sizeof h->cg_mem_base, "%s", parent);
+  snprintf(h->cg_pids_base, sizeof h->cg_pids_base, "%s", parent);
+  snprintf(h->cg_note, sizeof h->cg_note, "cgroup v2 under %s", parent);
+}
+
+static void detect_v1(cr_host_info *h) {
+  char mnt[256], path[256];
+  if (find_mount("memory", mnt, sizeof mnt) == 0 && own_path("memory", path, sizeof path) == 0) {
+    snprintf(h->cg_mem_base, sizeof h->cg_mem_base, "%s%s", mnt,
+             strcmp(path, "/") == 0 ? "" : path);
+    h->cg_memory = can_create(h->cg_mem_base);
+    char probe[600];
+    snprintf(probe, sizeof probe, "%s/memory.memsw.limit_in_bytes", h->cg_mem_base);
+    h->cg_swap = access(probe, F_OK) == 0;
+  }
+  if (find_mount("pids", mnt, sizeof mnt) == 0 && own_path("pids", path, sizeof path) == 0) {
+    snprintf(h->cg_pids_base, sizeof h->cg_pids_base, "%s%s", mnt,
+             strcmp(path, "/") == 0 ? "" : path);
+    h->cg_pids = can_create(h->cg_pids_base);
+  }
+  if (h->cg_memory || h->cg_pids) {
+    h->cg_mode = CR_CG_V1;
+    snprintf(h->cg_note, sizeof h->cg_note, "cgroup v1: memory %s, pids %s",
+             h->cg_memory ? h->cg_mem_base : "unavailable",
+             h->cg_pids ? h->cg_pids_base : "unavailable");
+  } else {
+    h->cg_mem_base[0] = h->cg_pids_base[0] = '\0';
+  }
+}
+
+void cr_cg_detect(cr_host_info *h) {
+  h->cg_mode = CR_CG_NONE;
+  snprintf(h->cg_note, sizeof h->cg_note,
+           "no cgroup this process may create children in (run as root, or delegate a "
+           "cgroup v2 subtree with the memory and pids controllers); rlimits only");
+  detect_v2(h);
+  if (h->cg_mode == CR_CG_NONE)
+    detect_v1(h);
+}
+
+static atomic_uint g_seq;
+
+int cr_cg_create(const cr_host_info *h, cr_sb *sb, const cr_sb_limits *lim, cr_err *err) {
+  sb->cg_mem[0] = sb->cg_pids[0] = '\0';
+  sb->cg_mode = h->cg_mode;
+  if (h->cg_mode == CR_CG_NONE)
+    return 0;
+  unsigned seq = atomic_fetch_add(&g_seq, 1);
+  char name[64];
+  snprintf(name, sizeof name, "corral-%d-%u", (int)getpid(), seq);
+  char v[32];
+  int rc;
+  if (h->cg_memory) {
+    snprintf(sb->cg_mem, sizeof sb->cg_mem, "%s/%s", h->cg_mem_base, name);
+    if (mkdir(sb->cg_mem, 0755) < 0) {
+      int e = errno;
+      sb->cg_mem[0] = '\0';
+      return cr_fail(err, e, "creating memory cgroup %s/%s", h->cg_mem_base, name);
+    }
+    if (lim->memory_bytes) {
+      snprintf(v, sizeof v, "%llu", (unsigned long long)lim->memory_bytes);
+      if (h->cg_mode == CR_CG_V2) {
+        /* No swap: a program over its limit is killed, not slowed to a crawl. */
+        if ((rc = write_file(sb->cg_mem, "memory.max", v)) < 0)
+          goto fail_mem;
+        write_file(sb->cg_mem, "memory.swap.max", "0");
+      } else {
+        if ((rc = write_file(sb->cg_mem, "memory.limit_in_bytes", v)) < 0)
+          goto fail_mem;
+        if (h->cg_swap && (rc = write_file(sb->cg_mem, "memory.memsw.limit_in_bytes", v)) < 0)
+          goto fail_mem;
+      }
+    }
+  }
+  if (h->cg_pids && lim->pids) {
+    if (h->cg_mode == CR_CG_V2) {
+      snprintf(sb->cg_pids, sizeof sb->cg_pids, "%s", sb->cg_mem);
+    } else {
+      snprintf(sb->cg_pids, sizeof sb->cg_pids, "%s/%s", h->cg_pids_base, name);
+      if (mkdir(sb->cg_pids, 0755) < 0) {
+        int e = errno;
+        sb->cg_pids[0] = '\0';
+        cr_cg_remove(sb);
+        return cr_fail(err, e, "creating pids cgroup %s/%s", h->cg_pids_base, name);
+      }
+    }
+    snprintf(v, sizeof v, "%u", lim->pids);
+    if ((rc = write_file(sb->cg_pids, "pids.max", v)) < 0) {
+      cr_cg_remove(sb);
+      return cr_fail(err, -rc, "setting pids.max in %s", sb->cg_pids);
+    }
+  }
+  return 0;
+fail_mem:
+  cr_cg_remove(sb);
+  return cr_fail(err, -rc, "setting the memory limit of cgroup %s", name);
+}
+
+int cr_cg_attach(const cr_sb *sb, pid_t pid, cr_err *err) {
+  char v[32];
+  snprintf(v, sizeof v, "%d", (int)pid);
+  int rc;
+  if (sb->cg_mem[0] && (rc = write_file(sb->cg_mem, "cgroup.procs", v)) < 0)
+    return cr_fail(err, -rc, "moving the sandbox into cgroup %s", sb->cg_mem);
+  if (sb->cg_pids[0] && strcmp(sb->cg_pids, sb->cg_mem) != 0 &&
+      (rc = write_file(sb->cg_pids, "cgroup.procs", v)) < 0)
+    return cr_fail(err, -rc, "moving the sandbox into cgroup %s", sb->cg_pids);
+  return 0;
+}
+
+void cr_cg_collect(const cr_sb *sb, cr_sb_stats *st) {
+  char buf[2048];
+  if (sb->cg_mem[0]) {
+    if (sb->cg_mode == CR_CG_V2) {
+      if (read_file(sb->cg_mem, "memory.peak", buf, sizeof buf) == 0)
+        st->memory_peak_bytes = strtoull(buf, NULL, 10);
+      if (read_file(sb->cg_mem, "memory.events", buf, sizeof buf) == 0)
+        st->oom_killed = keyed(buf, "oom_kill") > 0;
+    } else {
+      if (read_file(sb->cg_mem, "memory.max_usage_in_bytes", buf, sizeof buf) == 0)
+        st->memory_peak_bytes = strtoull(buf, NULL, 10);
+      if (read_file(sb->cg_mem, "memory.oom_control", buf, sizeof buf) == 0)
+        st->oom_killed = keyed(buf, "oom_kill") > 0;
+    }
+  }
+  if (sb->cg_pids[0] && read_file(sb->cg_pids, "pids.events", buf, sizeof buf) == 0)
+    st->pids_limited = keyed(buf, "max") > 0;
+}
+
+static void remove_dir(char *dir) {
+  if (!dir[0])
+    return;
+  /* The last task may still be leaving the group for a moment after it was
+   * reaped; retry briefly rather than leak the directory. */
+  for (int i = 0; i < 200; i++) {
+    if (rmdir(dir) == 0 || errno == ENOENT)
+      break;
+    if (errno != EBUSY)
+      break;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  dir[0] = '\0';
+}
+
+void cr_cg_remove(cr_sb *sb) {
+  if (sb->cg_pids[0] && strcmp(sb->cg_pids, sb->cg_mem) == 0)
+    sb->cg_pids[0] = '\0';
+  remove_dir(sb->cg_pids);
+  remove_dir(sb->cg_mem);
+}

@@ -1,0 +1,253 @@
+/* The seccomp wall: an allow-list for what python3, node and bash need.
+ *
+ * Unknown system calls fail with ENOSYS (so runtimes fall back as they would
+ * on an older kernel); calls that only an attacker wants fail with EPERM. The
+ * filter is compiled once per process with libseccomp and exported to raw
+ * BPF, which the child loads with a single seccomp(2) call. */
+#include "sandbox/internal.h"
+
+#include <errno.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/netlink.h>
+#include <linux/sched.h>
+
+/* Plain allow, no argument checks. Names unknown to the installed libseccomp
+ * are skipped: the default action (ENOSYS) then applies, which is safe. */
+static const char *const allow_plain[] = {
+    "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",
+    "preadv2", "pwritev2", "open", "openat", "openat2", "close", "close_range", "creat",
+    "stat", "fstat", "lstat", "newfstatat", "statx", "statfs", "fstatfs", "access",
+    "faccessat", "faccessat2", "lseek", "mmap", "mprotect", "munmap", "mremap", "msync",
+    "mincore", "madvise", "brk", "mlock", "mlock2", "munlock", "mlockall", "munlockall",
+    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigpending", "rt_sigtimedwait",
+    "rt_sigqueueinfo", "rt_tgsigqueueinfo", "rt_sigsuspend", "sigaltstack", "pipe", "pipe2",
+    "select", "pselect6", "poll", "ppoll", "epoll_create", "epoll_create1", "epoll_ctl",
+    "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd", "eventfd2", "signalfd",
+    "signalfd4", "timerfd_create", "timerfd_settime", "timerfd_gettime", "inotify_init",
+    "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "sched_yield",
+    "sched_getaffinity", "sched_setaffinity", "sched_getparam", "sched_setparam",
+    "sched_getscheduler", "sched_setscheduler", "sched_get_priority_max",
+    "sched_get_priority_min", "sched_rr_get_interval", "sched_getattr", "sched_setattr",
+    "dup", "dup2", "dup3", "pause", "nanosleep", "clock_nanosleep", "getitimer", "setitimer",
+    "alarm", "getpid", "getppid", "gettid", "getuid", "geteuid", "getgid", "getegid",
+    "getresuid", "getresgid", "getgroups", "getpgid", "getpgrp", "getsid", "setpgid",
+    "setsid", "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
+    "setfsuid", "setfsgid", "setgroups", "capget", "capset", "sendfile", "connect", "accept",
+    "accept4", "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg",
+    "shutdown", "bind", "listen", "getsockname", "getpeername", "setsockopt", "getsockopt",
+    "fork", "vfork", "execve", "execveat", "exit", "exit_group", "wait4", "waitid", "kill",
+    "tgkill", "tkill", "uname", "fcntl", "flock", "fsync", "fdatasync", "sync", "syncfs",
+    "sync_file_range", "truncate", "ftruncate", "fallocate", "fadvise64", "readahead",
+    "getdents", "getdents64", "getcwd", "chdir", "fchdir", "rename", "renameat",
+    "renameat2", "mkdir", "mkdirat", "rmdir", "link", "linkat", "unlink", "unlinkat",
+    "symlink", "symlinkat", "readlink", "readlinkat", "chmod", "fchmod", "fchmodat",
+    "fchmodat2", "chown", "fchown", "lchown", "fchownat", "umask", "mknod", "mknodat",
+    "utime", "utimes", "utimensat", "futimesat", "gettimeofday", "time", "clock_gettime",
+    "clock_getres", "getrlimit", "setrlimit", "prlimit64", "getrusage", "sysinfo", "times",
+    "getpriority", "setpriority", "prctl", "arch_prctl", "futex", "futex_waitv",
+    "set_robust_list", "get_robust_list", "set_tid_address", "restart_syscall", "rseq",
+    "timer_create", "timer_settime", "timer_gettime", "timer_getoverrun", "timer_delete",
+    "getrandom", "memfd_create", "membarrier", "copy_file_range", "splice", "tee",
+    "vmsplice", "getcpu", "pkey_mprotect", "pkey_alloc", "pkey_free", "getxattr",
+    "lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr", "setxattr",
+    "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+    "shmget", "shmat", "shmdt", "shmctl", "semget", "semop", "semtimedop", "semctl",
+    "msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend",
+    "mq_timedreceive", "mq_notify", "mq_getsetattr", "pidfd_open", "pidfd_send_signal",
+    "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self", "seccomp",
+    "set_thread_area", "get_thread_area", "ioprio_get", "ioprio_set", "name_to_handle_at",
+    "cachestat", "map_shadow_stack",
+};
+
+/* Denied with EPERM: each is a way out, a kernel attack surface, or a host
+ * resource not namespaced (DESIGN.md section 4). Listed (rather than left to
+ * the default) so the policy documents itself and the errno is the one a
+ * program expects for "not allowed". */
+static const char *const deny_eperm[] = {
+    "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_getfd",
+    "kcmp", "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree",
+    "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "setns", "unshare",
+    "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
+    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+    "reboot", "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "settimeofday",
+    "clock_settime", "clock_adjtime", "adjtimex", "syslog", "iopl", "ioperm", "vhangup",
+    "lookup_dcookie", "fanotify_init", "open_by_handle_at", "uselib", "ustat", "sysfs",
+    "_sysctl", "nfsservctl", "personality", "sethostname", "setdomainname", "mbind",
+    "set_mempolicy", "migrate_pages", "move_pages", "memfd_secret", "io_setup",
+    "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents",
+    "get_mempolicy", "set_mempolicy_home_node", "modify_ldt", "vm86", "vm86old",
+};
+
+/* io_uring bypasses seccomp for every operation it performs: pretend it does
+ * not exist so runtimes use plain system calls. clone3 cannot be inspected
+ * (its flags are behind a pointer): ENOSYS makes glibc fall back to clone,
+ * whose flags we can check. */
+static const char *const deny_enosys[] = {
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "clone3",
+};
+
+static int add_rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n,
+                    const struct scmp_arg_cmp *args) {
+  int nr = seccomp_syscall_resolve_name(name);
+  if (nr == __NR_SCMP_ERROR)
+    return 0; /* not known to this libseccomp: the default action applies */
+  int rc = seccomp_rule_add_array(ctx, action, nr, n, args);
+  /* -EEXIST (duplicate) is harmless; -EACCES means the action is the
+   * default one, which then applies anyway. */
+  return rc == -EEXIST || rc == -EACCES ? 0 : rc;
+}
+
+static struct sock_fprog g_prog;
+static int g_prog_rc;
+static char g_prog_err[CR_ERR_MSG_MAX];
+static pthread_once_t g_prog_once = PTHREAD_ONCE_INIT;
+
+static int build(void) {
+  int rc = 0;
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
+  if (!ctx) {
+    snprintf(g_prog_err, sizeof g_prog_err, "seccomp_init failed");
+    return -1;
+  }
+  /* Another architecture's system call numbers (i386 via int 0x80, x32) mean
+   * other rules: kill rather than reason about them. */
+  if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS)) < 0)
+    goto fail;
+  /* The filter is loaded after no_new_privs is set; do not let libseccomp
+   * try to set it again, and keep the kernel's default speculation handling. */
+  if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0)) < 0)
+    goto fail;
+
+  for (size_t i = 0; i < sizeof allow_plain / sizeof *allow_plain; i++)
+    if ((rc = add_rule(ctx, SCMP_ACT_ALLOW, allow_plain[i], 0, NULL)) < 0)
+      goto fail;
+  for (size_t i = 0; i < sizeof deny_eperm / sizeof *deny_eperm; i++)
+    if ((rc = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), deny_eperm[i], 0, NULL)) < 0)
+      goto fail;
+  for (size_t i = 0; i < sizeof deny_enosys / sizeof *deny_enosys; i++)
+    if ((rc = add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), deny_enosys[i], 0, NULL)) < 0)
+      goto fail;
+
+  /* clone: threads and processes yes, new namespaces no (a nested user
+   * namespace would give the program capabilities again, over a kernel
+   * surface we did not audit). */
+  {
+    const uint64_t ns = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+                        CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP;
+    struct scmp_arg_cmp a[] = {SCMP_A0(SCMP_CMP_MASKED_EQ, ns, 0)};
+    if ((rc = add_rule(ctx, SCMP_ACT_ALLOW, "clone", 1, a)) < 0)
+      goto fail;
+  }
+
+  /* ioctl: TIOCSTI and TIOCLINUX push keystrokes into a terminal (the
+   * classic sandbox escape, CVE-2017-5226). The kernel reads the request as
+   * 32 bits, so only the low 32 bits may be compared, and libseccomp lets an
+   * unconditional allow shadow conditional denials: the allow is therefore
+   * written as the complement. TIOCSTI (0x5412) and TIOCLINUX (0x541C) share
+   * every bit but bits 1-3 (001 vs 110); a request is neither when one of the
+   * other 29 low bits differs from their common pattern, or when bits 1-3
+   * hold one of the six other values. */
+  {
+    const uint32_t common = TIOCSTI & ~0xEu;
+    for (unsigned b = 0; b < 32; b++) {
+      if (b >= 1 && b <= 3)
+        continue;
+      uint32_t bit = 1u << b;
+      struct scmp_arg_cmp a[] = {SCMP_A1(SCMP_CMP_MASKED_EQ, bit, (common & bit) ^ bit)};
+      if ((rc = add_rule(ctx, SCMP_ACT_ALLOW, "ioctl", 1, a)) < 0)
+        goto fail;
+    }
+    for (uint32_t v = 0; v < 8; v++) {
+      if (v << 1 == (TIOCSTI & 0xEu) || v << 1 == (TIOCLINUX & 0xEu))
+        continue;
+      struct scmp_arg_cmp a[] = {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xEu, v << 1)};
+      if ((rc = add_rule(ctx, SCMP_ACT_ALLOW, "ioctl", 1, a)) < 0)
+        goto fail;
+    }
+    struct scmp_arg_cmp sti[] = {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI)};
+    struct scmp_arg_cmp lnx[] = {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX)};
+    if ((rc = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, sti)) < 0 ||
+        (rc = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, lnx)) < 0)
+      goto fail;
+  }
+
+  /* socket: the families a program needs (unix, IPv4, IPv6 in its own empty
+   * network namespace; route netlink for interface listing). Packet sockets,
+   * vsock (reaches the hypervisor), AF_ALG (kernel crypto surface) and
+   * AF_KEY fall to the default. */
+  {
+    static const int fams[] = {AF_UNIX, AF_INET, AF_INET6};
+    for (size_t i = 0; i < sizeof fams / sizeof *fams; i++) {
+      struct scmp_arg_cmp a[] = {SCMP_A0(SCMP_CMP_EQ, (uint64_t)fams[i])};
+      if ((rc = add_rule(ctx, SCMP_ACT_ALLOW, "socket", 1, a)) < 0)
+        goto fail;
+    }
+    struct scmp_arg_cmp nl[] = {SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
+                                SCMP_A2(SCMP_CMP_EQ, NETLINK_ROUTE)};
+    if ((rc = add_rule(ctx, SCMP_ACT_ALLOW, "socket", 2, nl)) < 0)
+      goto fail;
+    struct scmp_arg_cmp sp[] = {SCMP_A0(SCMP_CMP_EQ, AF_UNIX)};
+    if ((rc = add_rule(ctx, SCMP_ACT_ALLOW, "socketpair", 1, sp)) < 0)
+      goto fail;
+  }
+
+  int fd = memfd_create("corral-seccomp", MFD_CLOEXEC);
+  if (fd < 0) {
+    rc = -errno;
+    goto fail;
+  }
+  if ((rc = seccomp_export_bpf(ctx, fd)) < 0) {
+    close(fd);
+    goto fail;
+  }
+  off_t size = lseek(fd, 0, SEEK_END);
+  if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0) {
+    close(fd);
+    rc = -EINVAL;
+    goto fail;
+  }
+  struct sock_filter *f = malloc((size_t)size);
+  if (!f || pread(fd, f, (size_t)size, 0) != size) {
+    free(f);
+    close(fd);
+    rc = -EIO;
+    goto fail;
+  }
+  close(fd);
+  g_prog.filter = f;
+  g_prog.len = (unsigned short)((size_t)size / sizeof(struct sock_filter));
+  seccomp_release(ctx);
+  return 0;
+fail:
+  snprintf(g_prog_err, sizeof g_prog_err, "building the seccomp filter: %s", strerror(-rc));
+  seccomp_release(ctx);
+  return -1;
+}
+
+static void build_once(void) { g_prog_rc = build(); }
+
+int cr_seccomp_program(const struct sock_fprog **prog, cr_err *err) {
+  pthread_once(&g_prog_once, build_once);
+  if (g_prog_rc < 0)
+    return cr_fail(err, 0, "%s", g_prog_err);
+  *prog = &g_prog;
+  return 0;
+}
+
+int cr_seccomp_load_child(const struct sock_fprog *prog) {
+  /* TSYNC is not needed: the child is single-threaded. */
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) < 0)
+    return -errno;
+  return 0;
+}

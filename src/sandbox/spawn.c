@@ -1,0 +1,593 @@
+/* Starting a sandbox: the privileged steps in the order DESIGN.md section 4
+ * gives, each with what it defends against. */
+#include "sandbox/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Exit code of a child whose setup failed (it reported why on the control
+ * socket first). */
+#define CHILD_SETUP_FAILED 125
+
+/* ------------------------------------------------------------------------ */
+/* Host detection                                                            */
+
+static cr_host_info g_host;
+static pthread_once_t g_host_once = PTHREAD_ONCE_INIT;
+static cr_mount_plan g_plan_base;
+static int g_plan_rc;
+static cr_err g_plan_err;
+
+static void host_detect(void) {
+  cr_host_info *h = &g_host;
+  h->root = geteuid() == 0;
+  long v = 0;
+  FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
+  if (f) {
+    if (fscanf(f, "%ld", &v) != 1)
+      v = 0;
+    fclose(f);
+  }
+  h->cap_last_cap = v > 0 && v < 64 ? (int)v : CAP_LAST_CAP;
+  f = fopen("/proc/sys/user/max_user_namespaces", "re");
+  v = 1;
+  if (f) {
+    if (fscanf(f, "%ld", &v) != 1)
+      v = 1;
+    fclose(f);
+  }
+  h->userns = v > 0;
+  h->seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
+  h->landlock_abi = cr_landlock_abi();
+  /* mount_setattr with a bad fd: EBADF/EINVAL means the call exists. */
+  h->mount_setattr = syscall(SYS_mount_setattr, -1, "", 0, NULL, 0) < 0 && errno != ENOSYS;
+  struct utsname u;
+  if (uname(&u) == 0)
+    snprintf(h->kernel, sizeof h->kernel, "%s %s", u.sysname, u.release);
+  cr_cg_detect(h);
+  /* The part of the mount plan that does not depend on limits. */
+  cr_sb_limits none = {0};
+  g_plan_rc = cr_mount_plan_init(&g_plan_base, &none, &g_plan_err);
+  g_plan_base.use_mount_setattr = h->mount_setattr;
+}
+
+const cr_host_info *cr_host_get(void) {
+  pthread_once(&g_host_once, host_detect);
+  return &g_host;
+}
+
+bool cr_sb_path_ok(const char *path) {
+  if (!path || !*path || *path == '/' || strlen(path) > 4096)
+    return false;
+  int depth = 0;
+  const char *s = path;
+  while (*s) {
+    const char *e = strchr(s, '/');
+    size_t n = e ? (size_t)(e - s) : strlen(s);
+    if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.') || n > 255)
+      return false;
+    if (++depth > 32)
+      return false;
+    if (!e)
+      break;
+    s = e + 1;
+    if (!*s)
+      return false; /* trailing slash */
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Child side: from here to execve nothing allocates or takes a lock.        */
+
+typedef struct child_args {
+  const cr_sb_config *cfg;
+  const cr_mount_plan *plan;
+  const struct sock_fprog *prog;
+  const cr_host_info *host;
+  int ctl;
+  bool root;
+} child_args;
+
+static void send_msg(int ctl, int type, int err, int status, const char *text, int fd) {
+  cr_ctl_msg m;
+  memset(&m, 0, sizeof m);
+  m.type = type;
+  m.err = err;
+  m.status = status;
+  if (text) {
+    size_t i = 0;
+    for (; text[i] && i + 1 < sizeof m.text; i++)
+      m.text[i] = text[i];
+    m.text[i] = '\0';
+  }
+  struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+  if (fd >= 0) {
+    memset(&u, 0, sizeof u);
+    mh.msg_control = u.buf;
+    mh.msg_controllen = sizeof u.buf;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  }
+  while (sendmsg(ctl, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
+    ;
+}
+
+static _Noreturn void child_fail(int ctl, const char *step, int err) {
+  send_msg(ctl, CR_CTL_FAIL, err, 0, step, -1);
+  _exit(CHILD_SETUP_FAILED);
+}
+
+static int drop_caps(int last_cap) {
+  /* The bounding set first (needs CAP_SETPCAP, which capset is about to
+   * remove), then ambient, then the three sets. With no_new_privs and an
+   * empty bounding set no execve can give any capability back. */
+  for (int c = 0; c <= last_cap; c++)
+    if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+      return -errno;
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+    return -errno;
+  struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+  struct __user_cap_data_struct data[2];
+  memset(data, 0, sizeof data);
+  if (syscall(SYS_capset, &hdr, data) < 0)
+    return -errno;
+  return 0;
+}
+
+static int set_rlimit(int res, uint64_t soft, uint64_t hard) {
+  struct rlimit rl = {.rlim_cur = soft, .rlim_max = hard};
+  return setrlimit(res, &rl) < 0 ? -errno : 0;
+}
+
+static _Noreturn void run_payload(const child_args *a) {
+  const cr_sb_config *cfg = a->cfg;
+  int ctl = a->ctl;
+  int rc;
+  const char *step = "";
+
+  /* A new session with no controlling terminal: TIOCSTI/TIOCLINUX have no
+   * terminal of ours to push keystrokes into (and seccomp denies them). */
+  if (setsid() < 0)
+    child_fail(ctl, "setsid", errno);
+
+  /* Dispositions and the mask survive execve: whatever the supervisor
+   * ignored or blocked must not leak into the program. */
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  for (int s = 1; s < _NSIG; s++)
+    sigaction(s, &dfl, NULL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+
+  /* The three streams. Source fds are first moved above 2 so that a source
+   * that happens to be 0, 1 or 2 is not overwritten before it is used. */
+  int in = cfg->stdin_fd >= 0 ? fcntl(cfg->stdin_fd, F_DUPFD_CLOEXEC, 10)
+                              : open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int out = fcntl(cfg->stdout_fd, F_DUPFD_CLOEXEC, 10);
+  int er = fcntl(cfg->stderr_fd, F_DUPFD_CLOEXEC, 10);
+  if (in < 0 || out < 0 || er < 0)
+    child_fail(ctl, "preparing the standard streams", errno);
+  if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(er, 2) < 0)
+    child_fail(ctl, "installing the standard streams", errno);
+
+  if (chdir(CR_SB_WORKSPACE) < 0)
+    child_fail(ctl, "entering /workspace", errno);
+
+  /* rlimits: the second line behind the cgroup (and the first where there
+   * is none). CORE 0: a crash must not write a core anywhere. */
+  const cr_sb_limits *l = &cfg->limits;
+  step = "setting rlimits";
+  if ((rc = set_rlimit(RLIMIT_CORE, 0, 0)) < 0)
+    child_fail(ctl, step, -rc);
+  if (l->cpu_ms) {
+    uint64_t s = (l->cpu_ms + 999) / 1000;
+    /* SIGXCPU at the soft limit, SIGKILL one second later. */
+    if ((rc = set_rlimit(RLIMIT_CPU, s, s + 1)) < 0)
+      child_fail(ctl, step, -rc);
+  }
+  if (l->fsize_bytes && (rc = set_rlimit(RLIMIT_FSIZE, l->fsize_bytes, l->fsize_bytes)) < 0)
+    child_fail(ctl, step, -rc);
+  uint32_t nofile = l->nofile ? l->nofile : 1024;
+  if ((rc = set_rlimit(RLIMIT_NOFILE, nofile, nofile)) < 0)
+    child_fail(ctl, step, -rc);
+  /* NPROC counts every process of the real uid: only meaningful where the
+   * uid is this sandbox's own (root mode). */
+  if (a->root && l->pids && (rc = set_rlimit(RLIMIT_NPROC, l->pids, l->pids)) < 0)
+    child_fail(ctl, step, -rc);
+  if (l->memory_bytes && !a->host->cg_memory &&
+      (rc = set_rlimit(RLIMIT_DATA, l->memory_bytes, l->memory_bytes)) < 0)
+    child_fail(ctl, step, -rc);
+
+  /* no_new_privs: no setuid bit or file capability can raise privileges
+   * (also what Landlock and seccomp require of an unprivileged caller). */
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    child_fail(ctl, "setting no_new_privs", errno);
+  /* Lock "root is not special" so that no uid change can bring
+   * capabilities back. Needs CAP_SETPCAP, so before the drop. */
+  if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
+                                   SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED,
+            0, 0, 0) < 0)
+    child_fail(ctl, "locking securebits", errno);
+  if ((rc = drop_caps(a->host->cap_last_cap)) < 0)
+    child_fail(ctl, "dropping capabilities", -rc);
+
+  if ((rc = cr_landlock_apply_child(a->host->landlock_abi, &step)) < 0)
+    child_fail(ctl, step, -rc);
+
+  /* Nothing of the supervisor's survives: the control socket moves to fd 3
+   * (closed by execve) so that a failing execve can still be reported. */
+  if (ctl != 3) {
+    if (dup2(ctl, 3) < 0)
+      child_fail(ctl, "moving the control socket", errno);
+    ctl = 3;
+  }
+  if (fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
+    child_fail(ctl, "marking the control socket close-on-exec", errno);
+  if (syscall(SYS_close_range, 4, ~0U, 0) < 0) {
+    for (int fd = 4; fd < 65536; fd++)
+      close(fd);
+  }
+
+  /* seccomp last: every step above needed calls the filter denies. */
+  if ((rc = cr_seccomp_load_child(a->prog)) < 0)
+    child_fail(ctl, "loading the seccomp filter", -rc);
+
+  execve(cfg->argv[0], (char *const *)cfg->argv, (char *const *)cfg->envp);
+  child_fail(ctl, "execve of the program", errno);
+}
+
+static void bring_up_lo(void) {
+  /* An empty network namespace has lo down; programs that talk to
+   * themselves on 127.0.0.1 expect it up. Nothing else exists to reach. */
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0)
+    return;
+  struct ifreq ifr;
+  memset(&ifr, 0, sizeof ifr);
+  memcpy(ifr.ifr_name, "lo", 3);
+  if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+    ioctl(s, SIOCSIFFLAGS, &ifr);
+  }
+  close(s);
+}
+
+static _Noreturn void run_init(const child_args *a) {
+  int ctl = a->ctl;
+  const char *step = "";
+  int rc;
+
+  /* If the supervisor dies, the sandbox dies with it (PID 1 gone: the
+   * kernel kills the whole pid namespace). Set before waiting for "go": if
+   * the supervisor is already gone, the read below sees EOF. */
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  char go;
+  ssize_t n;
+  while ((n = read(ctl, &go, 1)) < 0 && errno == EINTR)
+    ;
+  if (n != 1)
+    _exit(CHILD_SETUP_FAILED);
+
+  /* PID 1 is a copy of the supervisor's memory (environment, keys, file
+   * contents): non-dumpable makes /proc/1/{environ,mem,maps,fd} and ptrace
+   * of it refused to the program, which has no capability over the
+   * supervisor's user namespace. Done after the parent wrote our id maps
+   * (a non-dumpable child's /proc files belong to root). */
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+    child_fail(ctl, "making PID 1 non-dumpable", errno);
+
+  /* Become the sandbox user while keeping the capabilities that the new
+   * user namespace gave us for the setup below. */
+  if (prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0)
+    child_fail(ctl, "setting securebits", errno);
+  if (setresgid(CR_SB_GID, CR_SB_GID, CR_SB_GID) < 0)
+    child_fail(ctl, "setresgid", errno);
+  /* Supplementary groups of the supervisor (root's group 0) would still
+   * grant group access to host files; drop them where the kernel lets us
+   * (not after setgroups=deny, which unprivileged id maps require). */
+  if (a->root && syscall(SYS_setgroups, 0, NULL) < 0)
+    child_fail(ctl, "dropping supplementary groups", errno);
+  if (setresuid(CR_SB_UID, CR_SB_UID, CR_SB_UID) < 0)
+    child_fail(ctl, "setresuid", errno);
+
+  /* Our cgroup is now the sandbox's (the parent moved us before "go"): a
+   * cgroup namespace rooted here hides the host's cgroup paths. */
+  if (unshare(CLONE_NEWCGROUP) < 0)
+    child_fail(ctl, "unsharing the cgroup namespace", errno);
+
+  if ((rc = cr_mounts_build_child(a->plan, a->cfg->files, a->cfg->nfiles, &step)) < 0)
+    child_fail(ctl, step, -rc);
+  /* Input fds were copied; the program must never hold host files. */
+  for (size_t i = 0; i < a->cfg->nfiles; i++)
+    if (a->cfg->files[i].fd >= 0)
+      close(a->cfg->files[i].fd);
+  if ((rc = cr_mounts_pivot_child(&step)) < 0)
+    child_fail(ctl, step, -rc);
+
+  if (sethostname("sandbox", 7) < 0)
+    child_fail(ctl, "sethostname", errno);
+  bring_up_lo();
+
+  int ws = open(CR_SB_WORKSPACE, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (ws < 0)
+    child_fail(ctl, "opening /workspace", errno);
+
+  pid_t payload = fork();
+  if (payload < 0)
+    child_fail(ctl, "forking the program", errno);
+  if (payload == 0) {
+    close(ws);
+    run_payload(a);
+  }
+  /* The supervisor gets /workspace: it lists and copies out files through
+   * this fd after everything here is gone, never through a path. */
+  send_msg(ctl, CR_CTL_READY, 0, 0, NULL, ws);
+  close(ws);
+
+  /* PID 1 keeps only the control socket: no stream of the program, no fd of
+   * the supervisor, no capability. */
+  if (ctl > 0)
+    syscall(SYS_close_range, 0, (unsigned)ctl - 1, 0);
+  syscall(SYS_close_range, (unsigned)ctl + 1, ~0U, 0);
+  drop_caps(a->host->cap_last_cap);
+
+  for (;;) {
+    int st;
+    pid_t p = waitpid(-1, &st, 0);
+    if (p == payload) {
+      /* The run is over when the program is: exiting kills whatever it
+       * left behind (daemons, double forks) with the namespace. */
+      send_msg(ctl, CR_CTL_EXIT, 0, st, NULL, -1);
+      _exit(0);
+    }
+    if (p < 0 && errno != EINTR)
+      _exit(CHILD_SETUP_FAILED);
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Parent side                                                               */
+
+static int write_proc(pid_t pid, const char *file, const char *text, cr_err *err) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/%s", (int)pid, file);
+  int fd = open(p, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return cr_fail(err, errno, "opening %s", p);
+  size_t n = strlen(text);
+  ssize_t w = write(fd, text, n);
+  int e = errno;
+  close(fd);
+  if (w != (ssize_t)n)
+    return cr_fail(err, w < 0 ? e : EIO, "writing %s (\"%.*s\")", p, (int)strcspn(text, "\n"),
+                   text);
+  return 0;
+}
+
+static atomic_uint g_uid_seq;
+
+int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
+  memset(sb, 0, sizeof *sb);
+  sb->ctl_fd = sb->ws_fd = -1;
+  const cr_host_info *h = cr_host_get();
+  if (g_plan_rc < 0)
+    return cr_fail(err, 0, "%s", g_plan_err.msg);
+  if (!h->userns)
+    return cr_fail(err, 0, "user namespaces are disabled on this host "
+                           "(/proc/sys/user/max_user_namespaces is 0): enable them to run "
+                           "sandboxes");
+  const struct sock_fprog *prog;
+  if (cr_seccomp_program(&prog, err) < 0)
+    return -1;
+
+  cr_mount_plan *plan = malloc(sizeof *plan);
+  if (!plan)
+    return cr_fail(err, ENOMEM, "planning the sandbox root");
+  memcpy(plan, &g_plan_base, sizeof *plan);
+  snprintf(plan->tmp_opts, sizeof plan->tmp_opts, "size=%llu,mode=1777,nr_inodes=65536",
+           (unsigned long long)cfg->limits.tmp_bytes);
+  snprintf(plan->ws_opts, sizeof plan->ws_opts, "size=%llu,mode=0755,nr_inodes=65536",
+           (unsigned long long)cfg->limits.workspace_bytes);
+
+  if (cr_cg_create(h, sb, &cfg->limits, err) < 0) {
+    free(plan);
+    return -1;
+  }
+  sb->enforced_by = !h->cg_memory          ? "rlimit"
+                    : h->cg_mode == CR_CG_V2 ? "cgroup-v2"
+                                             : "cgroup-v1";
+  sb->landlock = h->landlock_abi > 0;
+  sb->landlock_abi = h->landlock_abi;
+
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+    int e = errno;
+    cr_cg_remove(sb);
+    free(plan);
+    return cr_fail(err, e, "creating the control socket");
+  }
+
+  /* One unprivileged id outside. As root, each sandbox gets its own uid far
+   * above any real user: files it creates, RLIMIT_NPROC and the kernel's
+   * per-user counters are then its own. Unprivileged, our own uid is the
+   * only one we may map. */
+  uid_t out_uid;
+  gid_t out_gid;
+  if (h->root) {
+    unsigned seq = atomic_fetch_add(&g_uid_seq, 1);
+    out_uid = (uid_t)(0x40000000u + ((((unsigned)getpid() & 0x3fffffu) << 8) | (seq & 0xffu)));
+    out_gid = out_uid;
+  } else {
+    out_uid = geteuid();
+    out_gid = getegid();
+  }
+
+  child_args args = {.cfg = cfg, .plan = plan, .prog = prog, .host = h, .ctl = sv[1],
+                     .root = h->root};
+  clock_gettime(CLOCK_MONOTONIC, &sb->started);
+  /* Every namespace but the cgroup one (entered by the child once it is in
+   * its own cgroup): user (capabilities only over what it owns), mount (its
+   * own root), pid (sees only itself; PID 1 dying kills all), ipc (no host
+   * SysV/POSIX queues or shared memory), uts (its own hostname), net (no
+   * interface but lo: no network, no host services on loopback or abstract
+   * unix sockets). */
+  long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+               CLONE_NEWNET | SIGCHLD;
+  pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
+  if (pid < 0) {
+    int e = errno;
+    close(sv[0]);
+    close(sv[1]);
+    cr_cg_remove(sb);
+    free(plan);
+    if (e == EPERM || e == EINVAL)
+      return cr_fail(err, e, "creating the sandbox's namespaces (clone); check that user "
+                             "namespaces are allowed (`corral doctor`)");
+    return cr_fail(err, e, "creating the sandbox's namespaces (clone)");
+  }
+  if (pid == 0) {
+    close(sv[0]);
+    run_init(&args);
+  }
+  close(sv[1]);
+  free(plan);
+  sb->init_pid = pid;
+  sb->ctl_fd = sv[0];
+
+  char map[64];
+  int rc = 0;
+  /* setgroups must be denied before an unprivileged process may write a
+   * gid map (CVE-2014-8989); root keeps it so the child can drop its
+   * supplementary groups. */
+  if (!h->root)
+    rc = write_proc(pid, "setgroups", "deny", err);
+  if (rc == 0) {
+    snprintf(map, sizeof map, "%d %u 1\n", CR_SB_GID, (unsigned)out_gid);
+    rc = write_proc(pid, "gid_map", map, err);
+  }
+  if (rc == 0) {
+    snprintf(map, sizeof map, "%d %u 1\n", CR_SB_UID, (unsigned)out_uid);
+    rc = write_proc(pid, "uid_map", map, err);
+  }
+  if (rc == 0)
+    rc = cr_cg_attach(sb, pid, err);
+  if (rc == 0 && write(sb->ctl_fd, "g", 1) != 1)
+    rc = cr_fail(err, errno, "releasing the sandbox's init");
+  if (rc < 0) {
+    cr_sb_release(sb);
+    return -1;
+  }
+  return 0;
+}
+
+int cr_sb_read_ctl(cr_sb *sb, cr_ctl_msg *msg, cr_err *err) {
+  if (sb->ctl_fd < 0)
+    return 0;
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } u;
+  struct iovec iov = {.iov_base = msg, .iov_len = sizeof *msg};
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                      .msg_controllen = sizeof u.buf};
+  ssize_t n;
+  while ((n = recvmsg(sb->ctl_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT)) < 0 && errno == EINTR)
+    ;
+  if (n < 0) {
+    if (errno == EAGAIN)
+      return cr_fail(err, EAGAIN, "reading the sandbox's control socket");
+    return cr_fail(err, errno, "reading the sandbox's control socket");
+  }
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c), sizeof fd);
+      if (msg->type == CR_CTL_READY && sb->ws_fd < 0 && n == (ssize_t)sizeof *msg)
+        sb->ws_fd = fd;
+      else
+        close(fd);
+    }
+  }
+  if (n == 0) {
+    close(sb->ctl_fd);
+    sb->ctl_fd = -1;
+    return 0;
+  }
+  if (n != (ssize_t)sizeof *msg)
+    return cr_fail(err, 0, "malformed control message from the sandbox (%zd bytes)", n);
+  msg->text[sizeof msg->text - 1] = '\0';
+  return 1;
+}
+
+void cr_sb_kill(cr_sb *sb) {
+  /* init_pid is our unreaped child, so the pid cannot have been reused. */
+  if (sb->init_pid > 0)
+    kill(sb->init_pid, SIGKILL);
+}
+
+int cr_sb_reap(cr_sb *sb, cr_sb_stats *st, cr_err *err) {
+  memset(st, 0, sizeof *st);
+  if (sb->init_pid <= 0)
+    return cr_fail(err, 0, "reaping the sandbox: it was not started or was already reaped");
+  int status;
+  pid_t p;
+  while ((p = wait4(sb->init_pid, &status, 0, &st->rusage)) < 0 && errno == EINTR)
+    ;
+  if (p < 0)
+    return cr_fail(err, errno, "reaping the sandbox's init (pid %d)", (int)sb->init_pid);
+  sb->init_pid = 0;
+  st->init_status = status;
+  cr_cg_collect(sb, st);
+  if (st->memory_peak_bytes == 0)
+    st->memory_peak_bytes = (uint64_t)st->rusage.ru_maxrss * 1024u;
+  cr_cg_remove(sb);
+  return 0;
+}
+
+void cr_sb_release(cr_sb *sb) {
+  if (sb->init_pid > 0) {
+    cr_sb_kill(sb);
+    int status;
+    while (waitpid(sb->init_pid, &status, 0) < 0 && errno == EINTR)
+      ;
+    sb->init_pid = 0;
+  }
+  if (sb->ctl_fd >= 0)
+    close(sb->ctl_fd);
+  if (sb->ws_fd >= 0)
+    close(sb->ws_fd);
+  sb->ctl_fd = sb->ws_fd = -1;
+  cr_cg_remove(sb);
+}

@@ -1,0 +1,93 @@
+# probe: io_uring (an unnamespaced kernel surface with a long CVE history) must answer ENOSYS
+# lang: python
+import ast, ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+wins, missing, notes = [], [], []
+
+
+def sc(nr, *args):
+    """Raw syscall (x86_64 numbers): (return value, errno)."""
+    conv = [ctypes.c_long(a) if isinstance(a, int) else ctypes.c_char_p(a) if isinstance(a, bytes) else a
+            for a in args]
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(nr), *conv)
+    return r, ctypes.get_errno()
+
+
+def in_child(fn):
+    """Run fn in a forked child, so a seccomp kill ends only the child.
+    Returns what fn returned, ("sig", N) if it was killed, or ("exc", text)."""
+    rd, wr = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rd)
+        try:
+            out = repr(fn())
+        except BaseException as e:
+            out = repr(("exc", repr(e)))
+        os.write(wr, out.encode())
+        os._exit(0)
+    os.close(wr)
+    data = b""
+    while True:
+        chunk = os.read(rd, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(rd)
+    _, st = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(st):
+        return ("sig", os.WTERMSIG(st))
+    try:
+        return ast.literal_eval(data.decode())
+    except Exception:
+        return ("exc", data.decode(errors="replace"))
+
+
+def try_sc(label, nr, *args):
+    """A syscall that must fail: a success (>= 0) is a win for the attacker."""
+    res = in_child(lambda: ("ret",) + sc(nr, *args))
+    if res[0] == "ret" and res[1] >= 0:
+        wins.append(f"{label}={res[1]}")
+    else:
+        notes.append(f"{label}:{res[2] if res[0] == 'ret' else res}")
+    return res
+
+
+def host_like():
+    """True when this process is in the host's user namespace (identity uid map)."""
+    try:
+        return open("/proc/self/uid_map").read().split()[:3] == ["0", "0", "4294967295"]
+    except OSError:
+        return True
+
+
+def guard():
+    """Attempts below could change the host if the walls were gone: do not make them then."""
+    if host_like():
+        print("ESCAPED: runs in the host's user namespace; destructive attempts skipped")
+        raise SystemExit(0)
+
+
+def verdict():
+    if wins:
+        print("ESCAPED", wins, missing)
+    elif missing:
+        print("WALL-MISSING", missing, notes)
+    else:
+        print("CONTAINED", notes)
+ENOSYS = 38
+params = ctypes.create_string_buffer(120)
+for name, nr, args in (("io_uring_setup", 425, (4, params)),
+                       ("io_uring_enter", 426, (-1, 1, 0, 0, 0, 0)),
+                       ("io_uring_register", 427, (-1, 0, 0, 0))):
+    res = in_child(lambda: ("ret",) + sc(nr, *args))
+    if res[0] == "ret" and res[1] >= 0:
+        wins.append(f"{name}={res[1]}")
+    elif res[0] == "ret" and res[2] == ENOSYS:
+        notes.append(f"{name}:ENOSYS")
+    else:
+        # EBADF/EFAULT means the call reached io_uring code; EPERM breaks the fallback of liburing users
+        missing.append(f"{name} answered {res}, not ENOSYS")
+verdict()

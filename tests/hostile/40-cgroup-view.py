@@ -1,0 +1,99 @@
+# probe: looks at and tries to leave its cgroup (cgroup namespace, /sys/fs/cgroup, mounting cgroupfs for release_agent)
+# lang: python
+import ast, ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+wins, missing, notes = [], [], []
+
+
+def sc(nr, *args):
+    """Raw syscall (x86_64 numbers): (return value, errno)."""
+    conv = [ctypes.c_long(a) if isinstance(a, int) else ctypes.c_char_p(a) if isinstance(a, bytes) else a
+            for a in args]
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(nr), *conv)
+    return r, ctypes.get_errno()
+
+
+def in_child(fn):
+    """Run fn in a forked child, so a seccomp kill ends only the child.
+    Returns what fn returned, ("sig", N) if it was killed, or ("exc", text)."""
+    rd, wr = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rd)
+        try:
+            out = repr(fn())
+        except BaseException as e:
+            out = repr(("exc", repr(e)))
+        os.write(wr, out.encode())
+        os._exit(0)
+    os.close(wr)
+    data = b""
+    while True:
+        chunk = os.read(rd, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(rd)
+    _, st = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(st):
+        return ("sig", os.WTERMSIG(st))
+    try:
+        return ast.literal_eval(data.decode())
+    except Exception:
+        return ("exc", data.decode(errors="replace"))
+
+
+def try_sc(label, nr, *args):
+    """A syscall that must fail: a success (>= 0) is a win for the attacker."""
+    res = in_child(lambda: ("ret",) + sc(nr, *args))
+    if res[0] == "ret" and res[1] >= 0:
+        wins.append(f"{label}={res[1]}")
+    else:
+        notes.append(f"{label}:{res[2] if res[0] == 'ret' else res}")
+    return res
+
+
+def host_like():
+    """True when this process is in the host's user namespace (identity uid map)."""
+    try:
+        return open("/proc/self/uid_map").read().split()[:3] == ["0", "0", "4294967295"]
+    except OSError:
+        return True
+
+
+def guard():
+    """Attempts below could change the host if the walls were gone: do not make them then."""
+    if host_like():
+        print("ESCAPED: runs in the host's user namespace; destructive attempts skipped")
+        raise SystemExit(0)
+
+
+def verdict():
+    if wins:
+        print("ESCAPED", wins, missing)
+    elif missing:
+        print("WALL-MISSING", missing, notes)
+    else:
+        print("CONTAINED", notes)
+guard()
+for line in open("/proc/self/cgroup"):
+    hid, ctrls, path = line.strip().split(":", 2)
+    if path not in ("/", "/.."):
+        missing.append(f"cgroup path {ctrls}:{path} visible (no cgroup namespace)")
+for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified"):
+    procs = os.path.join(root, "cgroup.procs")
+    try:
+        with open(procs, "w") as f:
+            f.write(str(os.getpid()))
+        wins.append(f"moved itself to {procs}")
+    except OSError:
+        pass
+os.makedirs("/tmp/cg", exist_ok=True)
+try_sc("mount(cgroup v1 memory)", 165, b"cgroup", b"/tmp/cg", b"cgroup", 0, b"memory")
+try_sc("mount(cgroup v1 rdma)", 165, b"cgroup", b"/tmp/cg", b"cgroup", 0, b"rdma")
+try_sc("mount(cgroup2)", 165, b"cgroup2", b"/tmp/cg", b"cgroup2", 0, 0)
+if os.path.exists("/tmp/cg/release_agent"):
+    wins.append("cgroupfs mounted with a release_agent")
+verdict()

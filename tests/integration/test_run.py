@@ -1,0 +1,650 @@
+"""End-to-end tests of `corral run` against the contract in docs/cli.md and
+DESIGN.md section 3. Each test asserts an outcome that breaks when the feature
+breaks; timeouts are kept small so the file runs in well under two minutes."""
+
+import json
+import os
+import re
+import secrets
+import stat
+import statistics
+import subprocess
+import textwrap
+
+import pytest
+
+from conftest import MiB, corral_path, run_corral
+
+ALLOWED_ENV = {"PATH", "HOME", "LANG", "TMPDIR", "MPLBACKEND", "PYTHONDONTWRITEBYTECODE"}
+
+
+def py(src: str) -> str:
+    return textwrap.dedent(src).strip() + "\n"
+
+
+def by_path(run):
+    return {f["path"]: f for f in run["files"]}
+
+
+# ------------------------------------------------------------------ languages
+
+def test_python_default_prints_and_exits(corral):
+    r = run_corral(["-c", "print('hello from python')"])
+    assert r["status"] == "ok", r.why()
+    assert r["exit_code"] == 0 and r["signal"] is None, r.why()
+    assert r["stdout"] == "hello from python\n", r.why()
+    assert r["stderr"] == "", r.why()
+    assert r["error"] is None and r["results"] == [] and r["files"] == [], r.why()
+    assert r.rc == 0
+    assert r["duration_ms"] > 0, r.why()
+
+
+def test_node_prints_and_exits(corral):
+    r = run_corral(["--lang", "node", "-c", "console.log(6 * 7, typeof process.versions.node)"])
+    assert r["status"] == "ok", r.why()
+    assert r["stdout"] == "42 string\n", r.why()
+    assert r.rc == 0
+
+
+def test_bash_exit_code_is_forwarded(corral):
+    r = run_corral(["--lang", "bash", "-c", "echo hi; exit 3"])
+    assert r["status"] == "error", r.why()
+    assert r["exit_code"] == 3 and r["signal"] is None, r.why()
+    assert r["stdout"] == "hi\n", r.why()
+    assert r.rc == 3, r.why()
+    assert r["error"] is not None, r.why()
+
+
+@pytest.mark.parametrize("alias,code,expected", [
+    ("py", "import sys; print(sys.version_info[0])", "3\n"),
+    ("python3", "import sys; print(sys.version_info[0])", "3\n"),
+    ("js", "console.log(typeof require)", "function\n"),
+    ("javascript", "console.log(typeof require)", "function\n"),
+    ("nodejs", "console.log(typeof require)", "function\n"),
+    ("sh", 'echo "${BASH_VERSION:+bash}"', "bash\n"),
+])
+def test_language_aliases(corral, alias, code, expected):
+    r = run_corral(["--lang", alias, "-c", code])
+    assert r["status"] == "ok" and r["stdout"] == expected, r.why()
+
+
+def test_killed_by_signal_reports_signal(corral):
+    r = run_corral(["-c", "import os, signal\nprint('before', flush=True)\nos.kill(os.getpid(), signal.SIGTERM)"])
+    assert r["status"] == "error", r.why()
+    assert r["signal"] == 15 and r["exit_code"] is None, r.why()
+    assert r.rc == 128 + 15, r.why()
+    assert r["stdout"] == "before\n", r.why()
+
+
+@pytest.mark.parametrize("name,code,expected", [
+    ("prog.py", "import sys, os\nprint(sys.version_info[0], os.path.basename(__file__), os.getcwd())",
+     "3 prog.py /workspace\n"),
+    ("prog.js", "console.log(typeof process, require('path').basename(__filename), process.cwd())",
+     "object prog.js /workspace\n"),
+    ("prog.mjs", "console.log(typeof process, import.meta.url.endsWith('/prog.mjs'))", "object true\n"),
+    ("prog.sh", 'echo "${BASH_VERSION:+bash}" "$(basename "$0")" "$PWD"', "bash prog.sh /workspace\n"),
+])
+def test_language_from_file_extension(corral, tmp_path, name, code, expected):
+    f = tmp_path / name
+    f.write_text(code + "\n")
+    r = run_corral([f])
+    assert r["status"] == "ok", r.why()
+    assert r["stdout"] == expected, r.why()
+    assert r["files"] == [], "the program file itself must not be listed" + r.why()
+
+
+def test_program_file_is_in_workspace(corral):
+    r = run_corral(["-c", "import os\nprint(sorted(os.listdir('/workspace')))"])
+    assert r["status"] == "ok", r.why()
+    assert r["stdout"] == "['main.py']\n", r.why()
+    r = run_corral(["--lang", "node", "-c", "console.log(require('fs').readdirSync('/workspace').join(','))"])
+    assert r["stdout"] == "main.js\n", r.why()
+    r = run_corral(["--lang", "bash", "-c", "ls /workspace"])
+    assert r["stdout"] == "main.sh\n", r.why()
+
+
+def test_program_changing_itself_is_listed(corral):
+    r = run_corral(["-c", "open(__file__, 'a').write('# changed\\n')"])
+    assert r["status"] == "ok", r.why()
+    files = by_path(r)
+    assert "main.py" in files and files["main.py"]["change"] == "modified", r.why()
+
+
+def test_code_from_stdin(corral):
+    r = run_corral(["-"], input="x = 2 + 2\nprint(x)\n")
+    assert r["status"] == "ok" and r["stdout"] == "4\n", r.why()
+    r = run_corral(["--lang", "node", "-"], input="console.log([1,2,3].map(x => x * 2).join(' '))\n")
+    assert r["status"] == "ok" and r["stdout"] == "2 4 6\n", r.why()
+
+
+def test_stdin_file_is_the_programs_input(corral, tmp_path):
+    data = tmp_path / "input.txt"
+    data.write_text("3\n10 20 30\n")
+    r = run_corral(["--stdin", data, "-c",
+                    "import sys\nn = int(input())\nprint(n, sum(map(int, input().split())))"])
+    assert r["status"] == "ok" and r["stdout"] == "3 60\n", r.why()
+
+
+def test_default_stdin_is_empty_not_the_host(corral):
+    # The CLI's own stdin carries text here; the program must still see nothing.
+    r = run_corral(["-c", "import sys\nprint(repr(sys.stdin.read()))", "--timeout", "5"],
+                   input="host stdin must not reach the program\n")
+    assert r["status"] == "ok" and r["stdout"] == "''\n", r.why()
+
+
+# ------------------------------------------------------------- files in / out
+
+def test_file_in_plain_renamed_and_nested(corral, tmp_path):
+    a = tmp_path / "a.txt"
+    a.write_text("alpha\n")
+    b = tmp_path / "b.csv"
+    b.write_text("x,y\n1,2\n")
+    r = run_corral(["-f", a, "-f", f"{b}:renamed.csv", "-f", f"{b}:data/x.csv", "-c", py("""
+        print(open('a.txt').read(), end='')
+        print(open('renamed.csv').read(), end='')
+        print(open('/workspace/data/x.csv').read(), end='')
+        import os; print(os.path.exists('b.csv'))
+    """)])
+    assert r["status"] == "ok", r.why()
+    assert r["stdout"] == "alpha\nx,y\n1,2\nx,y\n1,2\nFalse\n", r.why()
+    # input files the program did not change are not reported
+    assert [f for f in r["files"] if f["path"] in ("a.txt", "renamed.csv", "data/x.csv")] == [], r.why()
+
+
+@pytest.mark.parametrize("name", ["../escape.txt", "/etc/escape.txt", "data/../../escape.txt"])
+def test_file_in_name_must_stay_inside_workspace(corral, tmp_path, name):
+    a = tmp_path / "a.txt"
+    a.write_text("alpha\n")
+    r = run_corral(["-f", f"{a}:{name}", "-c", "print(1)"], json_mode=False)
+    assert r.rc == 2, f"NAME {name!r} must be refused as a usage error: rc={r.rc} err={r.err!r}"
+    assert r.err.strip(), "a usage error must say what is wrong"
+
+
+def test_files_list_created_modified_deleted(corral, tmp_path):
+    for n, t in (("mod.txt", "old\n"), ("del.txt", "bye\n"), ("keep.txt", "same\n")):
+        (tmp_path / n).write_text(t)
+    r = run_corral(["-f", tmp_path / "mod.txt", "-f", tmp_path / "del.txt", "-f", tmp_path / "keep.txt",
+                    "-c", py("""
+        import os
+        open('mod.txt', 'a').write('new line\\n')
+        os.remove('del.txt')
+        open('new.txt', 'w').write('12345')
+        os.makedirs('sub/deeper')
+        open('sub/deeper/n.bin', 'wb').write(b'\\0' * 1000)
+        open('/tmp/scratch.txt', 'w').write('not in workspace')
+    """)])
+    assert r["status"] == "ok", r.why()
+    files = by_path(r)
+    assert files.get("mod.txt", {}).get("change") == "modified", r.why()
+    assert files["mod.txt"]["size"] == len("old\nnew line\n"), r.why()
+    assert files.get("del.txt", {}).get("change") == "deleted", r.why()
+    assert files.get("new.txt", {}).get("change") == "created" and files["new.txt"]["size"] == 5, r.why()
+    assert files.get("sub/deeper/n.bin", {}).get("change") == "created", r.why()
+    assert files["sub/deeper/n.bin"]["size"] == 1000, r.why()
+    assert "keep.txt" not in files and "main.py" not in files, r.why()
+    assert not any("scratch" in p for p in files), "/tmp is not part of files" + r.why()
+
+
+def test_out_dir_receives_created_and_changed_files(corral, tmp_path):
+    (tmp_path / "in.txt").write_text("input\n")
+    (tmp_path / "untouched.txt").write_text("untouched\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    r = run_corral(["-f", tmp_path / "in.txt", "-f", tmp_path / "untouched.txt", "-o", out, "-c", py("""
+        import os
+        os.makedirs('results')
+        open('results/answer.txt', 'w').write('42\\n')
+        open('top.bin', 'wb').write(bytes(range(256)) * 4)
+        open('in.txt', 'a').write('appended\\n')
+    """)])
+    assert r["status"] == "ok", r.why()
+    assert (out / "results" / "answer.txt").read_text() == "42\n"
+    assert (out / "top.bin").read_bytes() == bytes(range(256)) * 4
+    assert (out / "in.txt").read_text() == "input\nappended\n"
+    assert not (out / "untouched.txt").exists(), "unchanged inputs are not copied out"
+    assert not (out / "main.py").exists(), "the program file is not copied out"
+
+
+def test_out_dir_never_receives_host_content_through_links(corral, tmp_path):
+    """A program creates symlinks and hardlinks aimed at host secrets; the copy
+    out must not follow them into host files."""
+    canary_secret = "canary-" + secrets.token_hex(16)
+    hostdir = tmp_path / "hostonly"
+    hostdir.mkdir()
+    canary = hostdir / "canary.txt"
+    canary.write_text(canary_secret + "\n")
+    canary.chmod(0o600)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    with open("/etc/shadow", "rb") as f:
+        shadow = f.read()
+    assert len(shadow) > 20, "host /etc/shadow is unexpectedly empty: the test would prove nothing"
+    out = tmp_path / "out"
+    out.mkdir()
+    code = py(f"""
+        import os
+        def attempt(f, *a):
+            try:
+                f(*a)
+            except OSError as e:
+                print('refused', f.__name__, a[-1], e.errno)
+        attempt(os.symlink, '/etc/shadow', 'leak.txt')
+        attempt(os.symlink, '../../../../../../../../etc/shadow', 'rel_leak.txt')
+        attempt(os.symlink, {str(canary)!r}, 'canary_link.txt')
+        attempt(os.symlink, {str(hostdir)!r}, 'hostdir')
+        attempt(os.symlink, '/etc', 'etcdir')
+        os.makedirs('nested')
+        attempt(os.symlink, '/etc/shadow', 'nested/shadow')
+        attempt(os.link, '/etc/shadow', 'hard.txt')
+        attempt(os.link, {str(canary)!r}, 'hard_canary.txt')
+        # a directory of the same path as a host dir, reached through a link
+        attempt(os.makedirs, {str(victim)!r})
+        attempt(os.symlink, {str(victim)!r}, 'victim')
+        open('good.txt', 'w').write('good\\n')
+    """)
+    r = run_corral(["-o", out, "-c", code])
+    assert r["status"] in ("ok", "error"), r.why()
+    assert canary_secret not in r.out.decode("utf-8", "replace"), "canary leaked into the result"
+    assert (out / "good.txt").read_text() == "good\n", "regular files must still be copied out" + r.why()
+    assert list(victim.iterdir()) == [], "copy-out wrote into a host directory through a symlink"
+    sh_st = os.stat("/etc/shadow")
+    ca_st = os.stat(canary)
+    for root, dirs, files in os.walk(out, followlinks=False):
+        for name in dirs + files:
+            p = os.path.join(root, name)
+            st = os.lstat(p)
+            if stat.S_ISLNK(st.st_mode):
+                target = os.path.realpath(p)
+                assert target == str(out) or target.startswith(str(out) + os.sep), \
+                    f"{p} is a symlink leading out of the out dir to {os.readlink(p)!r}"
+                continue
+            assert (st.st_dev, st.st_ino) not in ((sh_st.st_dev, sh_st.st_ino), (ca_st.st_dev, ca_st.st_ino)), \
+                f"{p} is a hardlink to a host secret"
+            if stat.S_ISREG(st.st_mode):
+                data = open(p, "rb").read()
+                assert shadow not in data and shadow[:20] not in data, f"{p} contains /etc/shadow"
+                assert canary_secret.encode() not in data, f"{p} contains the host canary"
+    assert canary.read_text() == canary_secret + "\n"
+
+
+# ------------------------------------------------------------------- expect
+
+def test_expect_ignores_trailing_whitespace(corral, tmp_path):
+    code = "import sys\nsys.stdout.write('1 2  \\n3\\t\\n\\n\\n')"
+    r = run_corral(["--expect", "1 2\\n3", "-c", code])
+    assert r["status"] == "ok" and r.rc == 0, r.why()
+    exp = tmp_path / "expected.txt"
+    exp.write_text("1 2\n3\n")
+    r = run_corral(["--expect-file", exp, "-c", code])
+    assert r["status"] == "ok" and r.rc == 0, r.why()
+
+
+@pytest.mark.parametrize("expect", ["1 2\\n4", " 1 2\\n3", "1 2\\n3\\n5", "1 2"])
+def test_expect_mismatch_is_wrong_answer(corral, expect):
+    r = run_corral(["--expect", expect, "-c", "print('1 2')\nprint(3)"])
+    assert r["status"] == "wrong_answer", r.why()
+    assert r.rc == 122, r.why()
+    assert r["exit_code"] == 0, r.why()
+
+
+# ------------------------------------------------------------------- limits
+
+def test_timeout_cpu_loop(corral):
+    r = run_corral(["--timeout", "1", "-c", "while True:\n    pass"])
+    assert r["status"] == "timeout", r.why()
+    assert r.rc == 124, r.why()
+    assert r["exit_code"] is None, r.why()
+    assert 900 <= r["duration_ms"] <= 2500, r.why()
+    assert r.wall_s < 5, r.why()
+    assert r["error"] and r["error"]["category"] == "timeout", r.why()
+
+
+def test_timeout_sleeping_program(corral):
+    r = run_corral(["--timeout", "1.5", "-c", "import time\nprint('start', flush=True)\ntime.sleep(60)"])
+    assert r["status"] == "timeout" and r.rc == 124, r.why()
+    assert 1400 <= r["duration_ms"] <= 3000, r.why()
+    assert r["stdout"] == "start\n", "output before the timeout is kept" + r.why()
+
+
+def test_cpu_limit(corral):
+    r = run_corral(["--timeout", "10", "--cpu", "1", "-c", "while True:\n    pass"])
+    assert r["status"] == "timeout", r.why()
+    assert r["duration_ms"] < 4000, "the CPU limit must fire long before the wall-clock limit" + r.why()
+
+
+def test_background_child_does_not_hold_the_run(corral):
+    r = run_corral(["--timeout", "8", "--lang", "bash", "-c", "sleep 30 & echo done"])
+    assert r["status"] == "ok" and r["stdout"] == "done\n", r.why()
+    assert r["duration_ms"] < 4000, "the run ends when the program exits" + r.why()
+
+
+def test_memory_limit(corral):
+    r = run_corral(["--memory", "64", "--timeout", "20",
+                    "-c", "x = b'a' * (1 << 30)\nprint('ESCAPED', len(x))"])
+    assert r["status"] == "memory_limit", r.why()
+    assert r.rc == 137, r.why()
+    assert "ESCAPED" not in r["stdout"], r.why()
+    assert r["error"] and r["error"]["category"] == "memory_limit", r.why()
+    assert r["memory_peak_bytes"] <= 72 * MiB, "peak above the 64 MiB limit" + r.why()
+
+
+def test_memory_within_limit_is_ok_and_measured(corral):
+    r = run_corral(["--memory", "128", "-c", "x = b'a' * (40 << 20)\nprint(len(x))"])
+    assert r["status"] == "ok" and r["stdout"] == f"{40 << 20}\n", r.why()
+    assert 40 * MiB <= r["memory_peak_bytes"] <= 128 * MiB, r.why()
+
+
+def test_limits_are_reported(corral):
+    r = run_corral(["--timeout", "2", "--cpu", "1.5", "--memory", "100", "--pids", "50", "--disk", "20",
+                    "--output-limit", "5000", "-c", "print(1)"])
+    assert r["status"] == "ok", r.why()
+    lim = r["limits"]
+    assert lim["timeout_s"] == 2 and lim["cpu_s"] == 1.5, r.why()
+    assert lim["memory_bytes"] == 100 * MiB and lim["pids"] == 50, r.why()
+    assert lim["disk_bytes"] == 20 * MiB and lim["output_bytes"] == 5000, r.why()
+    assert isinstance(lim["enforced_by"], str) and "cgroup" in lim["enforced_by"], r.why()
+    assert isinstance(lim["walls"], dict) and lim["walls"], r.why()
+
+
+def test_default_limits(corral):
+    r = run_corral(["-c", "print(1)"])
+    lim = r["limits"]
+    assert lim["timeout_s"] == 30 and lim["cpu_s"] == 30, r.why()
+    assert lim["memory_bytes"] == 256 * MiB and lim["pids"] == 128, r.why()
+    assert lim["disk_bytes"] == 256 * MiB and lim["output_bytes"] == 1048576, r.why()
+
+
+def test_disk_limit(corral):
+    r = run_corral(["--disk", "8", "--memory", "128", "-c", py("""
+        import errno
+        n = 0
+        try:
+            with open('big', 'wb') as f:
+                for _ in range(64):
+                    f.write(b'x' * (1 << 20)); f.flush(); n += 1 << 20
+        except OSError as e:
+            print('errno', e.errno)
+        print(n)
+    """)])
+    assert r["status"] == "ok", r.why()
+    lines = r["stdout"].split()
+    assert lines[:2] == ["errno", "28"], "writing past --disk must fail with ENOSPC" + r.why()
+    assert int(lines[2]) <= 8 * MiB, r.why()
+
+
+# ------------------------------------------------------------------- output
+
+LINE_BODY = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTU"  # 55 chars
+
+
+def known_output(nbytes):
+    """What the program below prints: 64-byte numbered lines, then THE-END."""
+    lines = [f"{i:08d}{LINE_BODY}\n" for i in range(nbytes // 64)]
+    return "".join(lines) + "THE-END\n"
+
+
+KNOWN_PROG = py(f"""
+    import sys
+    w = sys.stdout.write
+    for i in range({3 * MiB} // 64):
+        w(f"{{i:08d}}{LINE_BODY}\\n")
+    w("THE-END\\n")
+""")
+
+MARKER = re.compile(r"\n\[\.\.\. corral: (\d+) bytes dropped \.\.\.\]\n")
+
+
+def split_kept(text):
+    """head, tail and the dropped count of a truncated stream."""
+    m = MARKER.search(text)
+    assert m, f"no '[... corral: N bytes dropped ...]' marker in {text[:200]!r}...{text[-200:]!r}"
+    return text[:m.start()], text[m.end():], int(m.group(1))
+
+
+def test_truncation_keeps_head_and_tail_and_counts_exactly(corral):
+    expected = known_output(3 * MiB)
+    total = len(expected)
+    cap = 65536
+    r = run_corral(["--output-limit", cap, "--timeout", "20", "-c", KNOWN_PROG])
+    assert r["status"] == "ok" and r["exit_code"] == 0, \
+        "a program that prints 3 MiB and ends is truncated, not killed" + r.why()
+    assert r["stdout_truncated"] is True, r.why()
+    assert r["stdout_dropped_bytes"] == total - cap, r.why()
+    head, tail, dropped = split_kept(r["stdout"])
+    assert dropped == total - cap
+    assert len(head) + len(tail) == cap, (len(head), len(tail))
+    assert expected.startswith(head) and len(head) >= cap // 4, "head must be the start of the output"
+    assert expected.endswith(tail) and tail.endswith("THE-END\n"), "tail must be the end of the output"
+    assert r["stderr_truncated"] is False and r["stderr_dropped_bytes"] == 0, r.why()
+
+
+def test_truncation_non_json_prints_marker(corral):
+    expected = known_output(3 * MiB)
+    r = run_corral(["--output-limit", 65536, "--timeout", "20", "-c", KNOWN_PROG], json_mode=False)
+    assert r.rc == 0, r.err
+    text = r.out.decode()
+    head, tail, dropped = split_kept(text)
+    assert dropped == len(expected) - 65536
+    assert expected.startswith(head) and expected.endswith(tail) and tail.endswith("THE-END\n")
+
+
+def test_stderr_truncation_counts_separately(corral):
+    r = run_corral(["--output-limit", 4096, "-c",
+                    "import sys\nsys.stderr.write('e' * 100000 + 'LAST\\n')\nprint('out')"])
+    assert r["status"] == "ok", r.why()
+    assert r["stdout"] == "out\n" and not r["stdout_truncated"], r.why()
+    assert r["stderr_truncated"] and r["stderr_dropped_bytes"] == 100005 - 4096, r.why()
+    assert r["stderr"].endswith("LAST\n"), r.why()
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_endless_flood_is_stopped_early(corral, stream):
+    r = run_corral(["--output-limit", 65536, "--timeout", "20", "-c",
+                    f"import sys\nline = 'x' * 1023 + '\\n'\nwhile True:\n    sys.{stream}.write(line)"])
+    assert r["status"] == "output_limit", r.why()
+    assert r.rc == 123, r.why()
+    assert r["duration_ms"] < 8000, "a flood must be stopped far sooner than the 20 s timeout" + r.why()
+    assert r[f"{stream}_truncated"] is True and r[f"{stream}_dropped_bytes"] > 0, r.why()
+    assert len(r[stream].encode()) <= 65536 + 100, r.why()
+    assert r["error"] and r["error"]["category"] == "output_limit", r.why()
+
+
+def test_invalid_utf8_and_nul_bytes_give_valid_json(corral):
+    code = "import sys\nsys.stdout.buffer.write(b'A\\xffB\\x00C\\xc3x\\n')\nsys.stderr.buffer.write(b'E\\xfe\\x00\\n')"
+    r = run_corral(["-c", code])
+    assert r["status"] == "ok", r.why()
+    assert r["stdout"] == "A\ufffdB\x00C\ufffdx\n", r.why()
+    assert r["stderr"] == "E\ufffd\x00\n", r.why()
+    # without --json the bytes pass through untouched
+    r = run_corral(["-c", code], json_mode=False)
+    assert r.rc == 0
+    assert r.out == b"A\xffB\x00C\xc3x\n"
+    assert r.err.startswith(b"E\xfe\x00\n"), r.err
+
+
+# ----------------------------------------------------------- classification
+
+def test_module_not_found(corral):
+    r = run_corral(["-c", "import corral_missing_module_xyz"])
+    assert r["status"] == "error" and r["exit_code"] == 1, r.why()
+    e = r["error"]
+    assert e["category"] == "module_not_found", r.why()
+    assert e["name"] == "ModuleNotFoundError", r.why()
+    assert "corral_missing_module_xyz" in e["message"], r.why()
+    assert e["retryable"] is True, r.why()
+    assert "numpy" in e["hint"], "the hint names the packages that are installed" + r.why()
+
+
+def test_syntax_error(corral):
+    r = run_corral(["-c", "print('unclosed'\nx = 1"])
+    assert r["status"] == "error", r.why()
+    assert r["error"]["category"] == "syntax_error" and r["error"]["name"] == "SyntaxError", r.why()
+    assert r["error"]["retryable"] is True and r["error"]["hint"], r.why()
+
+
+def test_zero_division(corral):
+    r = run_corral(["-c", "def f(x):\n    return 1 / x\nprint(f(0))"])
+    e = r["error"]
+    assert r["status"] == "error" and e["category"] == "runtime_error", r.why()
+    assert e["name"] == "ZeroDivisionError" and "division by zero" in e["message"], r.why()
+    assert e["retryable"] is True, r.why()
+
+
+def test_node_reference_error(corral):
+    r = run_corral(["--lang", "node", "-c", "console.log(notDefinedAnywhere + 1)"])
+    e = r["error"]
+    assert r["status"] == "error" and e["category"] == "runtime_error", r.why()
+    assert e["name"] == "ReferenceError" and "notDefinedAnywhere" in e["message"], r.why()
+
+
+def test_bash_command_not_found(corral):
+    r = run_corral(["--lang", "bash", "-c", "no_such_command_xyz --flag"])
+    assert r["status"] == "error" and r["exit_code"] == 127, r.why()
+    e = r["error"]
+    assert e["category"] in ("runtime_error", "module_not_found"), r.why()
+    assert "no_such_command_xyz" in e["message"] + e["hint"], r.why()
+
+
+# -------------------------------------------------------------- environment
+
+def test_host_environment_is_not_passed(corral):
+    secret = "s3cr3t-" + secrets.token_hex(12)
+    env = dict(os.environ, CORRAL_TEST_SECRET=secret, OPENAI_API_KEY=secret, HOST_ONLY_VAR="x")
+    r = run_corral(["-e", "FOO=bar", "-e", "WITH_EQ=a=b", "-c", py("""
+        import json, os
+        raw = open('/proc/self/environ', 'rb').read().split(b'\\0')
+        env = dict(kv.decode().split('=', 1) for kv in raw if kv)
+        print(json.dumps({'env': env, 'cwd': os.getcwd()}))
+    """)], env=env)
+    assert r["status"] == "ok", r.why()
+    assert secret not in r.out.decode() and secret not in r.err.decode(errors="replace")
+    got = json.loads(r["stdout"])
+    env_in = got["env"]
+    assert set(env_in) - ALLOWED_ENV == {"FOO", "WITH_EQ"}, env_in
+    assert ALLOWED_ENV <= set(env_in), env_in
+    assert env_in["FOO"] == "bar" and env_in["WITH_EQ"] == "a=b", env_in
+    assert env_in["HOME"] == "/workspace" and got["cwd"] == "/workspace", got
+    assert env_in["TMPDIR"] == "/tmp" and env_in["MPLBACKEND"] == "Agg", env_in
+    assert env_in["PYTHONDONTWRITEBYTECODE"] == "1", env_in
+
+
+def test_filesystem_view(corral, tmp_path):
+    hostfile = tmp_path / "host-only.txt"
+    hostfile.write_text("host\n")
+    r = run_corral(["-c", py(f"""
+        import json, os
+        res = {{}}
+        for p in ['/workspace/w.txt', '/tmp/t.txt', '/usr/corral-x', '/etc/corral-x', '/corral-x',
+                  '/proc/sys/kernel/hostname']:
+            try:
+                open(p, 'w').write('x'); res[p] = 'written'
+            except OSError as e:
+                res[p] = 'denied'
+        for p in [{str(hostfile)!r}, '/work/main', '/etc/shadow']:
+            res[p] = 'visible' if os.path.exists(p) else 'absent'
+        print(json.dumps(res))
+    """)])
+    assert r["status"] == "ok", r.why()
+    res = json.loads(r["stdout"])
+    assert res["/workspace/w.txt"] == "written" and res["/tmp/t.txt"] == "written", res
+    for p in ("/usr/corral-x", "/etc/corral-x", "/corral-x", "/proc/sys/kernel/hostname"):
+        assert res[p] == "denied", (p, res)
+    for p in (str(hostfile), "/work/main", "/etc/shadow"):
+        assert res[p] == "absent", (p, res)
+    assert not os.path.exists("/usr/corral-x") and not os.path.exists("/etc/corral-x")
+    files = by_path(r)
+    assert files.get("w.txt", {}).get("change") == "created", r.why()
+
+
+def test_no_network(corral):
+    r = run_corral(["--timeout", "10", "-c", py("""
+        import socket
+        print(sorted(n for _, n in socket.if_nameindex()))
+        try:
+            socket.create_connection(('1.1.1.1', 80), timeout=2); print('connected')
+        except OSError as e:
+            print('blocked')
+    """)])
+    assert r["status"] == "ok", r.why()
+    assert r["stdout"] == "['lo']\nblocked\n", r.why()
+
+
+def test_scientific_stack(corral, tmp_path):
+    data = [23, 45, 12, 67, 89, 34, 56]
+    out = tmp_path / "out"
+    out.mkdir()
+    r = run_corral(["--timeout", "60", "--memory", "512", "-o", out, "-c", py(f"""
+        import numpy as np, pandas as pd, matplotlib
+        import matplotlib.pyplot as plt
+        data = {data!r}
+        a = np.array(data)
+        print(f"{{a.mean():.4f}} {{a.std():.4f}}")
+        s = pd.Series(data)
+        print(f"{{s.mean():.4f}} {{s.std():.4f}}")
+        print(matplotlib.get_backend())
+        plt.plot(data)
+        plt.savefig('chart.png')
+    """)])
+    assert r["status"] == "ok", r.why()
+    m, ps, ss = statistics.mean(data), statistics.pstdev(data), statistics.stdev(data)
+    lines = r["stdout"].split("\n")
+    assert lines[0] == f"{m:.4f} {ps:.4f}" and lines[1] == f"{m:.4f} {ss:.4f}", r.why()
+    assert lines[2].lower() == "agg", r.why()
+    chart = by_path(r).get("chart.png")
+    assert chart and chart["change"] == "created" and chart["size"] > 1000, r.why()
+    assert (out / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ---------------------------------------------------------------- CLI modes
+
+def test_non_json_mode_prints_raw_output_and_status_line(corral):
+    r = run_corral(["-c", "import sys\nprint('to stdout')\nprint('to stderr', file=sys.stderr)"], json_mode=False)
+    assert r.rc == 0
+    assert r.out == b"to stdout\n"
+    lines = r.err.decode().splitlines()
+    assert lines[0] == "to stderr", lines
+    assert re.match(r"^corral: ok, exit 0, ", lines[-1]), lines
+    r = run_corral(["--lang", "bash", "-c", "exit 3"], json_mode=False)
+    assert r.rc == 3
+    assert re.match(r"^corral: error, exit 3\b", r.err.decode().splitlines()[-1]), r.err
+    r = run_corral(["--timeout", "1", "-c", "while True: pass"], json_mode=False)
+    assert r.rc == 124
+    assert r.err.decode().splitlines()[-1].startswith("corral: timeout"), r.err
+
+
+@pytest.mark.parametrize("args,must_name", [
+    (["run", "--bogus-option", "-c", "print(1)"], "bogus-option"),
+    (["run", "--timeout", "abc", "-c", "print(1)"], "timeout"),
+    (["run", "--memory", "-5", "-c", "print(1)"], "memory"),
+    (["run", "--lang", "cobol", "-c", "print(1)"], "cobol"),
+    (["run", "/nonexistent/corral-prog.py"], "/nonexistent/corral-prog.py"),
+    (["run", "-f", "/nonexistent/corral-input.txt", "-c", "print(1)"], "/nonexistent/corral-input.txt"),
+    (["run", "--stdin", "-", "-"], "stdin"),
+    (["no-such-subcommand"], "no-such-subcommand"),
+])
+def test_bad_usage_exits_2_with_a_message(corral, args, must_name):
+    p = subprocess.run([corral_path()] + args, capture_output=True, input=b"print(1)\n", timeout=30)
+    assert p.returncode == 2, (args, p.returncode, p.stderr)
+    assert must_name.lower() in p.stderr.decode(errors="replace").lower(), (args, p.stderr)
+
+
+def test_version_and_help(corral):
+    p = subprocess.run([corral_path(), "--version"], capture_output=True, timeout=10)
+    assert p.returncode == 0 and re.search(rb"\d+\.\d+", p.stdout), p
+    p = subprocess.run([corral_path(), "--help"], capture_output=True, timeout=10)
+    assert p.returncode == 0 and b"run" in p.stdout and b"doctor" in p.stdout, p
+
+
+def test_doctor(corral):
+    p = subprocess.run([corral_path(), "doctor"], capture_output=True, timeout=30)
+    assert p.returncode == 0, p
+    text = (p.stdout + p.stderr).decode().lower()
+    for word in ("namespace", "seccomp", "landlock", "cgroup"):
+        assert word in text, f"corral doctor does not report {word}:\n{text}"
+    p = subprocess.run([corral_path(), "doctor", "--json"], capture_output=True, timeout=30)
+    assert p.returncode == 0, p
+    doc = json.loads(p.stdout.decode("utf-8"))
+    assert isinstance(doc, dict) and doc
+    flat = json.dumps(doc).lower()
+    for word in ("namespace", "seccomp", "landlock", "cgroup"):
+        assert word in flat, f"corral doctor --json does not report {word}: {flat[:2000]}"
