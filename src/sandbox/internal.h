@@ -28,6 +28,11 @@ int cr_landlock_apply_child(int abi, const char **step);
 /* --- cgroup.c ------------------------------------------------------------- */
 void cr_cg_detect(cr_host_info *h);
 int cr_cg_create(const cr_host_info *h, cr_sb *sb, const cr_sb_limits *lim, cr_err *err);
+/* Opens, for the child, the files through which it moves itself into its
+ * cgroups (cgroup v1 "tasks"): fds[] get -1 where the parent must attach
+ * instead (cr_cg_attach). */
+int cr_cg_open_join(const cr_sb *sb, int fds[2], cr_err *err);
+int cr_cg_join_child(const int fds[2]);
 int cr_cg_attach(const cr_sb *sb, pid_t pid, cr_err *err);
 void cr_cg_collect(const cr_sb *sb, cr_sb_stats *st);
 void cr_cg_remove(cr_sb *sb);

@@ -107,6 +107,7 @@ typedef struct child_args {
   const struct sock_fprog *prog;
   const cr_host_info *host;
   int ctl;
+  int cg_join[2];   /* cgroup v1 "tasks" files opened by the supervisor, or -1 */
   bool root;
 } child_args;
 
@@ -287,7 +288,6 @@ static void bring_up_lo(void) {
 static _Noreturn void run_init(const child_args *a) {
   int ctl = a->ctl;
   const char *step = "";
-  int rc;
 
   /* If the supervisor dies, the sandbox dies with it (PID 1 gone: the
    * kernel kills the whole pid namespace). Set before waiting for "go": if
@@ -299,6 +299,12 @@ static _Noreturn void run_init(const child_args *a) {
     ;
   if (n != 1)
     _exit(CHILD_SETUP_FAILED);
+
+  /* Into the sandbox's cgroups before anything else: the setup's own memory
+   * and every process after are accounted and limited there. */
+  int rc;
+  if ((rc = cr_cg_join_child(a->cg_join)) < 0)
+    child_fail(ctl, "joining the sandbox's cgroup", -rc);
 
   /* PID 1 is a copy of the supervisor's memory (environment, keys, file
    * contents): non-dumpable makes /proc/1/{environ,mem,maps,fd} and ptrace
@@ -314,11 +320,6 @@ static _Noreturn void run_init(const child_args *a) {
     child_fail(ctl, "setting securebits", errno);
   if (setresgid(CR_SB_GID, CR_SB_GID, CR_SB_GID) < 0)
     child_fail(ctl, "setresgid", errno);
-  /* Supplementary groups of the supervisor (root's group 0) would still
-   * grant group access to host files; drop them where the kernel lets us
-   * (not after setgroups=deny, which unprivileged id maps require). */
-  if (a->root && syscall(SYS_setgroups, 0, NULL) < 0)
-    child_fail(ctl, "dropping supplementary groups", errno);
   if (setresuid(CR_SB_UID, CR_SB_UID, CR_SB_UID) < 0)
     child_fail(ctl, "setresuid", errno);
 
@@ -343,6 +344,13 @@ static _Noreturn void run_init(const child_args *a) {
   int ws = open(CR_SB_WORKSPACE, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (ws < 0)
     child_fail(ctl, "opening /workspace", errno);
+
+  /* Wait until the supervisor has moved us into the sandbox's cgroups: the
+   * program inherits them at fork. */
+  while ((n = read(ctl, &go, 1)) < 0 && errno == EINTR)
+    ;
+  if (n != 1 || go != 'c')
+    _exit(CHILD_SETUP_FAILED);
 
   pid_t payload = fork();
   if (payload < 0)
@@ -411,6 +419,11 @@ int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
   const struct sock_fprog *prog;
   if (cr_seccomp_program(&prog, err) < 0)
     return -1;
+  /* The child inherits our supplementary groups and, with setgroups
+   * denied, cannot drop them: root's group 0 would still open host files
+   * readable by that group. A root supervisor has no use for them. */
+  if (h->root && getgroups(0, NULL) > 0 && setgroups(0, NULL) < 0)
+    return cr_fail(err, errno, "dropping the supervisor's supplementary groups");
 
   cr_mount_plan *plan = malloc(sizeof *plan);
   if (!plan)
@@ -431,9 +444,18 @@ int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
   sb->landlock = h->landlock_abi > 0;
   sb->landlock_abi = h->landlock_abi;
 
+  int cg_join[2];
+  if (cr_cg_open_join(sb, cg_join, err) < 0) {
+    cr_cg_remove(sb);
+    free(plan);
+    return -1;
+  }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
     int e = errno;
+    for (int i = 0; i < 2; i++)
+      if (cg_join[i] >= 0)
+        close(cg_join[i]);
     cr_cg_remove(sb);
     free(plan);
     return cr_fail(err, e, "creating the control socket");
@@ -455,7 +477,7 @@ int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
   }
 
   child_args args = {.cfg = cfg, .plan = plan, .prog = prog, .host = h, .ctl = sv[1],
-                     .root = h->root};
+                     .cg_join = {cg_join[0], cg_join[1]}, .root = h->root};
   clock_gettime(CLOCK_MONOTONIC, &sb->started);
   /* Every namespace but the cgroup one (entered by the child once it is in
    * its own cgroup): user (capabilities only over what it owns), mount (its
@@ -466,6 +488,10 @@ int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
   long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
                CLONE_NEWNET | SIGCHLD;
   pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
+  if (pid != 0)
+    for (int i = 0; i < 2; i++)
+      if (cg_join[i] >= 0)
+        close(cg_join[i]);
   if (pid < 0) {
     int e = errno;
     close(sv[0]);
@@ -488,11 +514,9 @@ int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
 
   char map[64];
   int rc = 0;
-  /* setgroups must be denied before an unprivileged process may write a
-   * gid map (CVE-2014-8989); root keeps it so the child can drop its
-   * supplementary groups. */
-  if (!h->root)
-    rc = write_proc(pid, "setgroups", "deny", err);
+  /* setgroups denied: an unprivileged gid map requires it (CVE-2014-8989),
+   * and nothing in the sandbox may change its groups anyway. */
+  rc = write_proc(pid, "setgroups", "deny", err);
   if (rc == 0) {
     snprintf(map, sizeof map, "%d %u 1\n", CR_SB_GID, (unsigned)out_gid);
     rc = write_proc(pid, "gid_map", map, err);
@@ -501,9 +525,15 @@ int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
     snprintf(map, sizeof map, "%d %u 1\n", CR_SB_UID, (unsigned)out_uid);
     rc = write_proc(pid, "uid_map", map, err);
   }
+  if (rc == 0 && write(sb->ctl_fd, "g", 1) != 1)
+    rc = cr_fail(err, errno, "releasing the sandbox's init");
+  /* Moving a task into a cgroup waits for an RCU grace period (about 10 ms
+   * here) on cgroup v1: do it while the child builds its root, which takes
+   * about as long; the child waits for "c" before it starts the program, so
+   * the program never runs outside its cgroup. */
   if (rc == 0)
     rc = cr_cg_attach(sb, pid, err);
-  if (rc == 0 && write(sb->ctl_fd, "g", 1) != 1)
+  if (rc == 0 && write(sb->ctl_fd, "c", 1) != 1)
     rc = cr_fail(err, errno, "releasing the sandbox's init");
   if (rc < 0) {
     cr_sb_release(sb);

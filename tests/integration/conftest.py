@@ -31,6 +31,9 @@ STATUS_EXIT = {"timeout": 124, "memory_limit": 137, "output_limit": 123,
 
 MiB = 1 << 20
 
+# pids of every corral this test run started (leftovers are attributed by them)
+OUR_CORRAL_PIDS = set()
+
 
 def corral_path() -> str:
     """The binary under test; a missing binary is a failure, never a skip."""
@@ -109,38 +112,79 @@ def check_invariants(run: Run) -> None:
             assert (st == "ok") == (r["exit_code"] == 0), run.why()
 
 
-def run_corral(args, *, input=None, env=None, timeout=90, json_mode=True, subcommand="run") -> Run:
+def run_corral(args, *, input=None, env=None, timeout=None, json_mode=True, subcommand="run") -> Run:
     """Run `corral run --json ARGS` and parse the result; fails the test when
-    the output is not one valid UTF-8 JSON object."""
-    cmd = [corral_path(), subcommand] + (["--json"] if json_mode else []) + [str(a) for a in args]
+    the output is not one valid UTF-8 JSON object, or when corral outlives
+    its own --timeout by more than 20 s."""
+    args = [str(a) for a in args]
+    if timeout is None:
+        limit = 30.0
+        for flag in ("--timeout", "-t"):
+            if flag in args:
+                try:
+                    limit = float(args[args.index(flag) + 1])
+                except (ValueError, IndexError):
+                    pass
+        timeout = limit + 20
+    cmd = [corral_path(), subcommand] + (["--json"] if json_mode else []) + args
     if isinstance(input, str):
         input = input.encode()
     t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    OUR_CORRAL_PIDS.add(p.pid)
     try:
-        p = subprocess.run(cmd, input=input if input is not None else b"", capture_output=True,
-                           env=env, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"corral did not finish within {timeout} s: {cmd!r}\n"
-                    f"stdout={(e.stdout or b'')[-500:]!r}\nstderr={(e.stderr or b'')[-1000:]!r}")
-    run = Run(rc=p.returncode, out=p.stdout, err=p.stderr, wall_s=time.monotonic() - t0)
+        out, err = p.communicate(input if input is not None else b"", timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        pytest.fail(f"corral did not finish within {timeout} s (killed): {cmd!r}\n"
+                    f"stdout={out[-500:]!r}\nstderr={err[-1000:]!r}")
+    run = Run(rc=p.returncode, out=out, err=err, wall_s=time.monotonic() - t0)
     if json_mode and subcommand == "run":
         try:
-            text = p.stdout.decode("utf-8")          # strict: the result must be valid UTF-8
+            text = out.decode("utf-8")          # strict: the result must be valid UTF-8
         except UnicodeDecodeError as e:
             pytest.fail(f"corral --json printed invalid UTF-8 ({e}); rc={p.returncode}; "
-                        f"stderr={p.stderr[-1000:]!r}")
+                        f"stderr={err[-1000:]!r}")
         try:
             run.res = json.loads(text)
         except ValueError as e:
             pytest.fail(f"corral --json did not print one JSON object ({e}); rc={p.returncode}\n"
-                        f"stdout={text[:1000]!r}\nstderr={p.stderr[-1000:]!r}")
+                        f"stdout={text[:1000]!r}\nstderr={err[-1000:]!r}")
         check_invariants(run)
     return run
 
 
 @pytest.fixture(scope="session")
-def corral():
+def corral_bin():
+    """Only the path (for tests of the command line that need no sandbox)."""
     return corral_path()
+
+
+_smoke = {}
+
+
+@pytest.fixture(scope="session")
+def corral():
+    """The binary, after one smoke run: when corral cannot run print(1) at all
+    (missing, hangs, no JSON), every test that needs it fails at once with
+    that reason instead of each waiting for its own timeout."""
+    path = corral_path()
+    if "error" not in _smoke:
+        try:
+            p = subprocess.run([path, "run", "--json", "--timeout", "10", "-c", "print(1)"],
+                               capture_output=True, timeout=40)
+            res = json.loads(p.stdout.decode("utf-8"))
+            _smoke["error"] = None if res.get("stdout") == "1\n" else \
+                f"smoke run `corral run --json -c 'print(1)'` did not print 1: {res!r:.1500}"
+        except subprocess.TimeoutExpired:
+            _smoke["error"] = "smoke run `corral run --json -c 'print(1)'` hung for 40 s"
+        except ValueError as e:
+            _smoke["error"] = (f"smoke run printed no JSON ({e}): rc={p.returncode} "
+                               f"stdout={p.stdout[:500]!r} stderr={p.stderr[-1000:]!r}")
+    if _smoke["error"]:
+        pytest.fail(_smoke["error"], pytrace=False)
+    return path
 
 
 # ---------------------------------------------------------------- pids fence

@@ -152,7 +152,7 @@ def test_file_in_plain_renamed_and_nested(corral, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["../escape.txt", "/etc/escape.txt", "data/../../escape.txt"])
-def test_file_in_name_must_stay_inside_workspace(corral, tmp_path, name):
+def test_file_in_name_must_stay_inside_workspace(corral_bin, tmp_path, name):
     a = tmp_path / "a.txt"
     a.write_text("alpha\n")
     r = run_corral(["-f", f"{a}:{name}", "-c", "print(1)"], json_mode=False)
@@ -622,20 +622,20 @@ def test_non_json_mode_prints_raw_output_and_status_line(corral):
     (["run", "--stdin", "-", "-"], "stdin"),
     (["no-such-subcommand"], "no-such-subcommand"),
 ])
-def test_bad_usage_exits_2_with_a_message(corral, args, must_name):
+def test_bad_usage_exits_2_with_a_message(corral_bin, args, must_name):
     p = subprocess.run([corral_path()] + args, capture_output=True, input=b"print(1)\n", timeout=30)
     assert p.returncode == 2, (args, p.returncode, p.stderr)
     assert must_name.lower() in p.stderr.decode(errors="replace").lower(), (args, p.stderr)
 
 
-def test_version_and_help(corral):
+def test_version_and_help(corral_bin):
     p = subprocess.run([corral_path(), "--version"], capture_output=True, timeout=10)
     assert p.returncode == 0 and re.search(rb"\d+\.\d+", p.stdout), p
     p = subprocess.run([corral_path(), "--help"], capture_output=True, timeout=10)
     assert p.returncode == 0 and b"run" in p.stdout and b"doctor" in p.stdout, p
 
 
-def test_doctor(corral):
+def test_doctor(corral_bin):
     p = subprocess.run([corral_path(), "doctor"], capture_output=True, timeout=30)
     assert p.returncode == 0, p
     text = (p.stdout + p.stderr).decode().lower()

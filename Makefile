@@ -1,0 +1,77 @@
+# corral: two commands on a fresh Debian 12 machine, as root.
+#   make run    install what is missing, build, run the demo
+#   make test   install what is missing, build, run every test
+# The build itself is meson + ninja in build/ (build/corral is the program).
+
+BUILD     ?= build
+ASAN_BUILD ?= build-asan
+MESON     ?= meson
+PYTHON    ?= /usr/bin/python3
+
+# Debian packages: the toolchain and libraries, the interpreters the sandbox
+# runs (python3 with the analysis libraries, node, bash), and what the tests
+# and the benchmark use (pytest, bubblewrap and hyperfine as anchors).
+DEB_PACKAGES = gcc libc6-dev pkg-config meson ninja-build \
+	libseccomp-dev libjansson-dev libcmocka-dev \
+	python3 python3-numpy python3-pandas python3-matplotlib python3-scipy \
+	nodejs bash python3-pytest bubblewrap hyperfine
+
+.PHONY: all deps build run test unit integration hostile asan bench doctor clean
+
+all: build
+
+# Installs only what is missing, so a machine that has everything does not
+# touch the network; apt-get update runs first, as a fresh machine needs.
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "run as root (or install:$$missing)"; exit 1; fi; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+$(BUILD)/build.ninja:
+	$(MESON) setup $(BUILD)
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+# The demo of the core issue: the seeds' example, computed in a sandbox.
+run: build
+	@echo '$$ corral run -c "import statistics as s; d=[23,45,12,67,89,34,56]; print(s.mean(d), s.stdev(d))"'
+	@$(BUILD)/corral run -c 'import statistics as s; d = [23, 45, 12, 67, 89, 34, 56]; print("mean", s.mean(d), "stdev", round(s.stdev(d), 4))'
+	@echo '$$ corral run --json --lang node -c "console.log(6*7)"'
+	@$(BUILD)/corral run --json --lang node -c 'console.log(6*7)'
+
+test: build unit integration asan
+
+unit: build
+	meson test -C $(BUILD) --suite unit --print-errorlogs
+
+# Integration and hostile-corpus tests run fenced in a pids cgroup of their
+# own, so a wall that fails cannot take the machine down with a fork bomb.
+integration: build
+	CORRAL=$(CURDIR)/$(BUILD)/corral bash tests/run-hostile-fenced.sh
+
+$(ASAN_BUILD)/build.ninja:
+	$(MESON) setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+
+# The unit tests and the integration tests again with ASan+UBSan (leak
+# checking on): the same binary path contract, another build directory.
+asan: deps $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		meson test -C $(ASAN_BUILD) --suite unit --print-errorlogs
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		CORRAL=$(CURDIR)/$(ASAN_BUILD)/corral bash tests/run-hostile-fenced.sh -x -k "not flood"
+
+bench: build
+	bash bench/run.sh
+
+doctor: build
+	$(BUILD)/corral doctor
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)
