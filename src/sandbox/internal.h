@@ -65,6 +65,6 @@ int cr_mount_plan_init(cr_mount_plan *plan, const cr_sb_limits *lim, cr_err *err
 int cr_mounts_build_child(const cr_mount_plan *plan, const cr_sb_file *files, size_t nfiles,
                           const char **step);
 /* pivot_root into the new root, detach the old one, make / read-only. */
-int cr_mounts_pivot_child(const char **step);
+int cr_mounts_pivot_child(const cr_mount_plan *plan, const char **step);
 
 #endif

@@ -280,6 +280,46 @@ static const char group_txt[] = "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"
 static const char hosts_txt[] = "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost\n";
 static const char nsswitch_txt[] = "passwd: files\ngroup: files\nhosts: files\n";
 
+static int bind_all(const cr_mount_plan *plan, const char *R, bool devices, char *p, size_t psz,
+                    const char **step) {
+  int rc;
+  for (size_t i = 0; i < plan->nbinds; i++) {
+    const cr_bind *b = &plan->binds[i];
+    if (b->is_dev != devices)
+      continue;
+    cat(p, psz, R, b->dst);
+    if (b->link[0]) {
+      *step = "creating a symlink in the root";
+      if (symlink(b->link, p) < 0)
+        return -errno;
+      continue;
+    }
+    *step = "creating a bind mount point";
+    if (devices) {
+      /* created in step 1, while the root was writable */
+    } else if (b->is_dir) {
+      if ((rc = mkdirs_for(p)) < 0)
+        return rc;
+      if (mkdir(p, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    } else {
+      int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0)
+        return -errno;
+      close(fd);
+    }
+    *step = "bind-mounting a host system path";
+    if (mount(b->src, p, NULL, MS_BIND | MS_REC, NULL) < 0)
+      return -errno;
+    if (!plan->use_mount_setattr) {
+      *step = "making a bind mount read-only, nosuid, nodev";
+      if ((rc = make_ro(p, devices, false)) < 0)
+        return rc;
+    }
+  }
+  return 0;
+}
+
 int cr_mounts_build_child(const cr_mount_plan *plan, const cr_sb_file *files, size_t nfiles,
                           const char **step) {
   char p[4352];
@@ -295,6 +335,7 @@ int cr_mounts_build_child(const cr_mount_plan *plan, const cr_sb_file *files, si
   if (mount("tmpfs", R, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0755,nr_inodes=4096") < 0)
     return -errno;
 
+  /* 1. Everything written into the root, while it is still writable. */
   static const char *const dirs[] = {"etc", "dev", "proc", "tmp", "workspace", "root"};
   *step = "creating the root's directories";
   for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
@@ -302,80 +343,12 @@ int cr_mounts_build_child(const cr_mount_plan *plan, const cr_sb_file *files, si
     if (mkdir(p, 0755) < 0)
       return -errno;
   }
-
-  for (size_t i = 0; i < plan->nbinds; i++) {
-    const cr_bind *b = &plan->binds[i];
-    cat(p, sizeof p, R, b->dst);
-    if (b->link[0]) {
-      *step = "creating a symlink in the root";
-      if (symlink(b->link, p) < 0)
-        return -errno;
-      continue;
-    }
-    *step = "creating a bind mount point";
-    if (b->is_dir) {
-      if ((rc = mkdirs_for(p)) < 0)
-        return rc;
-      if (mkdir(p, 0755) < 0 && errno != EEXIST)
-        return -errno;
-    } else {
-      int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-      if (fd < 0)
-        return -errno;
-      close(fd);
-    }
-    *step = "bind-mounting a host system path";
-    if (mount(b->src, p, NULL, MS_BIND | MS_REC, NULL) < 0)
-      return -errno;
-    *step = "making a bind mount read-only, nosuid, nodev";
-    if ((rc = make_ro(p, b->is_dev, plan->use_mount_setattr)) < 0)
-      return rc;
-  }
-
-  /* A fresh procfs shows only this pid namespace. What it still exposes of
-   * the kernel (memory image, keys, timers, sysrq, tunables) is covered:
-   * /dev/null over files, the read-only root over directories. */
-  *step = "mounting /proc";
-  cat(p, sizeof p, R, "proc");
-  if (mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+  /* /dev is a mount of its own so that its device binds can be made nosuid
+   * and noexec in one call without touching the rest of the tree. */
+  *step = "mounting /dev";
+  cat(p, sizeof p, R, "dev");
+  if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,nr_inodes=64,mode=0755") < 0)
     return -errno;
-  static const char *const proc_files[] = {"kcore", "keys", "timer_list", "sched_debug",
-                                           "sysrq-trigger", "kallsyms", "latency_stats"};
-  char null_path[128];
-  cat(null_path, sizeof null_path, R, "dev/null");
-  *step = "covering kernel files in /proc";
-  for (size_t i = 0; i < sizeof proc_files / sizeof *proc_files; i++) {
-    char name[64];
-    cat(name, sizeof name, "proc", proc_files[i]);
-    cat(p, sizeof p, R, name);
-    if (access(p, F_OK) < 0)
-      continue;
-    if (mount(null_path, p, NULL, MS_BIND, NULL) < 0)
-      return -errno;
-  }
-  static const char *const proc_dirs[] = {"sys", "irq", "bus", "fs", "acpi", "scsi"};
-  *step = "making kernel directories in /proc read-only";
-  for (size_t i = 0; i < sizeof proc_dirs / sizeof *proc_dirs; i++) {
-    char name[64];
-    cat(name, sizeof name, "proc", proc_dirs[i]);
-    cat(p, sizeof p, R, name);
-    if (access(p, F_OK) < 0)
-      continue;
-    if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0)
-      return -errno;
-    if ((rc = make_ro(p, false, plan->use_mount_setattr)) < 0)
-      return rc;
-  }
-
-  *step = "mounting /tmp";
-  cat(p, sizeof p, R, "tmp");
-  if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, plan->tmp_opts) < 0)
-    return -errno;
-  *step = "mounting /workspace";
-  cat(p, sizeof p, R, "workspace");
-  if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, plan->ws_opts) < 0)
-    return -errno;
-
   *step = "writing the synthetic /etc";
   struct {
     const char *name, *text;
@@ -399,6 +372,93 @@ int cr_mounts_build_child(const cr_mount_plan *plan, const cr_sb_file *files, si
       return -errno;
   }
 
+  *step = "creating the device nodes' mount points";
+  for (size_t i = 0; i < plan->nbinds; i++) {
+    if (!plan->binds[i].is_dev)
+      continue;
+    cat(p, sizeof p, R, plan->binds[i].dst);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return -errno;
+    close(fd);
+  }
+
+  /* 2. The host's system paths. */
+  if ((rc = bind_all(plan, R, false, p, sizeof p, step)) < 0)
+    return rc;
+
+  /* 3. One call makes the root and every bind under it read-only, nosuid
+   * and nodev, recursively (submounts of /usr included); the writable and
+   * device mounts below come after it and keep their own flags. */
+  if (plan->use_mount_setattr) {
+    *step = "making the root and the system binds read-only, nosuid, nodev";
+    struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+    if (syscall(SYS_mount_setattr, AT_FDCWD, R, AT_RECURSIVE, &a, sizeof a) < 0)
+      return -errno;
+  }
+
+  /* 4. Devices: the five harmless nodes, bound from the host (a user
+   * namespace may not mknod). Writable by nature; nothing else is in /dev. */
+  if ((rc = bind_all(plan, R, true, p, sizeof p, step)) < 0)
+    return rc;
+  if (plan->use_mount_setattr) {
+    *step = "making the device binds nosuid, noexec";
+    struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC};
+    cat(p, sizeof p, R, "dev");
+    if (syscall(SYS_mount_setattr, AT_FDCWD, p, AT_RECURSIVE, &a, sizeof a) < 0)
+      return -errno;
+  }
+
+  /* 5. A fresh procfs shows only this pid namespace. What it still exposes
+   * of the kernel (memory image, keys, timers, sysrq, symbols) is covered
+   * with /dev/null; its kernel directories are hidden under an empty
+   * read-only tmpfs, and /proc/sys is bound read-only. */
+  *step = "mounting /proc";
+  cat(p, sizeof p, R, "proc");
+  if (mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+    return -errno;
+  static const char *const proc_files[] = {"kcore", "keys", "timer_list", "sched_debug",
+                                           "sysrq-trigger", "kallsyms", "latency_stats"};
+  char null_path[128];
+  cat(null_path, sizeof null_path, R, "dev/null");
+  *step = "covering kernel files in /proc";
+  for (size_t i = 0; i < sizeof proc_files / sizeof *proc_files; i++) {
+    char name[64];
+    cat(name, sizeof name, "proc", proc_files[i]);
+    cat(p, sizeof p, R, name);
+    if (access(p, F_OK) < 0)
+      continue;
+    if (mount(null_path, p, NULL, MS_BIND, NULL) < 0)
+      return -errno;
+  }
+  static const char *const proc_dirs[] = {"irq", "bus", "fs", "acpi", "scsi"};
+  *step = "hiding kernel directories in /proc";
+  for (size_t i = 0; i < sizeof proc_dirs / sizeof *proc_dirs; i++) {
+    char name[64];
+    cat(name, sizeof name, "proc", proc_dirs[i]);
+    cat(p, sizeof p, R, name);
+    if (access(p, F_OK) < 0)
+      continue;
+    if (mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "size=4k,nr_inodes=1,mode=0555") < 0)
+      return -errno;
+  }
+  *step = "making /proc/sys read-only";
+  cat(p, sizeof p, R, "proc/sys");
+  if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0 ||
+      (rc = make_ro(p, false, plan->use_mount_setattr)) < 0)
+    return errno ? -errno : rc;
+
+  /* 6. The only writable places: size-capped, nosuid, nodev. */
+  *step = "mounting /tmp";
+  cat(p, sizeof p, R, "tmp");
+  if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, plan->tmp_opts) < 0)
+    return -errno;
+  *step = "mounting /workspace";
+  cat(p, sizeof p, R, "workspace");
+  if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, plan->ws_opts) < 0)
+    return -errno;
+
   *step = "copying input files into /workspace";
   for (size_t i = 0; i < nfiles; i++) {
     char rel[4200];
@@ -414,7 +474,7 @@ int cr_mounts_build_child(const cr_mount_plan *plan, const cr_sb_file *files, si
   return 0;
 }
 
-int cr_mounts_pivot_child(const char **step) {
+int cr_mounts_pivot_child(const cr_mount_plan *plan, const char **step) {
   /* pivot_root(".", ".") stacks the old root on top of the new one; the
    * lazy unmount then drops the old root (the whole host tree) from this
    * namespace. */
@@ -426,10 +486,12 @@ int cr_mounts_pivot_child(const char **step) {
     return -errno;
   if (chdir("/") < 0)
     return -errno;
-  /* The root itself (synthetic /etc, mount points) becomes read-only; only
-   * /tmp and /workspace stay writable. */
+  /* The root itself (synthetic /etc, mount points) is read-only; only /tmp
+   * and /workspace are writable. (With mount_setattr this was done before
+   * the pivot, together with the system binds.) */
   *step = "making / read-only";
-  if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+  if (!plan->use_mount_setattr &&
+      mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
     return -errno;
   return 0;
 }

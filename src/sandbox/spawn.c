@@ -334,7 +334,7 @@ static _Noreturn void run_init(const child_args *a) {
   for (size_t i = 0; i < a->cfg->nfiles; i++)
     if (a->cfg->files[i].fd >= 0)
       close(a->cfg->files[i].fd);
-  if ((rc = cr_mounts_pivot_child(&step)) < 0)
+  if ((rc = cr_mounts_pivot_child(a->plan, &step)) < 0)
     child_fail(ctl, step, -rc);
 
   if (sethostname("sandbox", 7) < 0)
