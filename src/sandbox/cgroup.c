@@ -60,76 +60,95 @@ static uint64_t keyed(const char *text, const char *key) {
   return 0;
 }
 
+/* The two files cgroup detection needs, read once (each read of
+ * mountinfo costs ~40-100 us, and detection is on every CLI run's path). */
+typedef struct proc_text {
+  char mountinfo[16384];
+  char cgroup[4096];
+} proc_text;
+
+static void slurp(const char *path, char *buf, size_t size) {
+  buf[0] = '\0';
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  size_t n = 0;
+  ssize_t r;
+  while (n + 1 < size && (r = read(fd, buf + n, size - 1 - n)) > 0)
+    n += (size_t)r;
+  buf[n] = '\0';
+  close(fd);
+}
+
+static bool has_item(const char *list, const char *item) {
+  size_t il = strlen(item);
+  for (const char *p = list; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n == il && strncmp(p, item, il) == 0)
+      return true;
+    p = e ? e + 1 : NULL;
+  }
+  return false;
+}
+
 /* Mount point of the cgroup hierarchy holding `controller` (v1), or of the
  * cgroup2 hierarchy when controller is NULL. */
-static int find_mount(const char *controller, char *out, size_t size) {
-  FILE *f = fopen("/proc/self/mountinfo", "re");
-  if (!f)
-    return -errno;
-  char line[1024];
-  int rc = -ENOENT;
-  while (fgets(line, sizeof line, f)) {
-    char *sep = strstr(line, " - ");
+static int find_mount(const proc_text *t, const char *controller, char *out, size_t size) {
+  const char *line = t->mountinfo;
+  while (line && *line) {
+    const char *nl = strchr(line, '\n');
+    char buf[1024];
+    size_t n = nl ? (size_t)(nl - line) : strlen(line);
+    if (n >= sizeof buf)
+      n = sizeof buf - 1;
+    memcpy(buf, line, n);
+    buf[n] = '\0';
+    line = nl ? nl + 1 : NULL;
+    char *sep = strstr(buf, " - ");
     if (!sep)
       continue;
     char mnt[512], fstype[64], src[128], opts[512];
-    if (sscanf(line, "%*s %*s %*s %*s %511s", mnt) != 1 ||
+    if (sscanf(buf, "%*s %*s %*s %*s %511s", mnt) != 1 ||
         sscanf(sep + 3, "%63s %127s %511s", fstype, src, opts) != 3)
       continue;
-    bool hit = false;
-    if (controller == NULL) {
-      hit = strcmp(fstype, "cgroup2") == 0;
-    } else if (strcmp(fstype, "cgroup") == 0) {
-      char *save = NULL;
-      for (char *t = strtok_r(opts, ",", &save); t; t = strtok_r(NULL, ",", &save))
-        if (strcmp(t, controller) == 0)
-          hit = true;
-    }
+    bool hit = controller == NULL ? strcmp(fstype, "cgroup2") == 0
+                                  : strcmp(fstype, "cgroup") == 0 && has_item(opts, controller);
     if (hit) {
       snprintf(out, size, "%s", mnt);
-      rc = 0;
-      break;
+      return 0;
     }
   }
-  fclose(f);
-  return rc;
+  return -ENOENT;
 }
 
 /* This process's path in the hierarchy of `controller` (v1) or in the v2
  * hierarchy (controller NULL), from /proc/self/cgroup. */
-static int own_path(const char *controller, char *out, size_t size) {
-  FILE *f = fopen("/proc/self/cgroup", "re");
-  if (!f)
-    return -errno;
-  char line[1024];
-  int rc = -ENOENT;
-  while (fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\n")] = '\0';
-    char *c1 = strchr(line, ':');
+static int own_path(const proc_text *t, const char *controller, char *out, size_t size) {
+  const char *line = t->cgroup;
+  while (line && *line) {
+    const char *nl = strchr(line, '\n');
+    char buf[1024];
+    size_t n = nl ? (size_t)(nl - line) : strlen(line);
+    if (n >= sizeof buf)
+      n = sizeof buf - 1;
+    memcpy(buf, line, n);
+    buf[n] = '\0';
+    line = nl ? nl + 1 : NULL;
+    char *c1 = strchr(buf, ':');
     char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
     if (!c2)
       continue;
-    *c2 = '\0';
+    *c1 = *c2 = '\0';
     const char *ctrls = c1 + 1, *path = c2 + 1;
-    bool hit = false;
-    if (controller == NULL) {
-      hit = strcmp(line, "0") == 0 && *ctrls == '\0';
-    } else {
-      char tmp[256];
-      snprintf(tmp, sizeof tmp, "%s", ctrls);
-      char *save = NULL;
-      for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save))
-        if (strcmp(t, controller) == 0)
-          hit = true;
-    }
+    bool hit = controller == NULL ? strcmp(buf, "0") == 0 && *ctrls == '\0'
+                                  : has_item(ctrls, controller);
     if (hit) {
       snprintf(out, size, "%s", path);
-      rc = 0;
-      break;
+      return 0;
     }
   }
-  fclose(f);
-  return rc;
+  return -ENOENT;
 }
 
 /* May we create child groups under dir? Asked of the permission bits only
@@ -145,9 +164,9 @@ static bool has_word(const char *text, const char *word) {
   return false;
 }
 
-static void detect_v2(cr_host_info *h) {
+static void detect_v2(const proc_text *t, cr_host_info *h) {
   char mnt[256], path[256], base[512], ctrls[256];
-  if (find_mount(NULL, mnt, sizeof mnt) < 0 || own_path(NULL, path, sizeof path) < 0)
+  if (find_mount(t, NULL, mnt, sizeof mnt) < 0 || own_path(t, NULL, path, sizeof path) < 0)
     return;
   snprintf(base, sizeof base, "%s%s", mnt, strcmp(path, "/") == 0 ? "" : path);
   if (read_file(base, "cgroup.controllers", ctrls, sizeof ctrls) < 0)
@@ -180,9 +199,9 @@ static void detect_v2(cr_host_info *h) {
   snprintf(h->cg_note, sizeof h->cg_note, "cgroup v2 under %s", parent);
 }
 
-static void detect_v1(cr_host_info *h) {
+static void detect_v1(const proc_text *t, cr_host_info *h) {
   char mnt[256], path[256];
-  if (find_mount("memory", mnt, sizeof mnt) == 0 && own_path("memory", path, sizeof path) == 0) {
+  if (find_mount(t, "memory", mnt, sizeof mnt) == 0 && own_path(t, "memory", path, sizeof path) == 0) {
     snprintf(h->cg_mem_base, sizeof h->cg_mem_base, "%s%s", mnt,
              strcmp(path, "/") == 0 ? "" : path);
     h->cg_memory = can_create(h->cg_mem_base);
@@ -190,7 +209,7 @@ static void detect_v1(cr_host_info *h) {
     snprintf(probe, sizeof probe, "%s/memory.memsw.limit_in_bytes", h->cg_mem_base);
     h->cg_swap = access(probe, F_OK) == 0;
   }
-  if (find_mount("pids", mnt, sizeof mnt) == 0 && own_path("pids", path, sizeof path) == 0) {
+  if (find_mount(t, "pids", mnt, sizeof mnt) == 0 && own_path(t, "pids", path, sizeof path) == 0) {
     snprintf(h->cg_pids_base, sizeof h->cg_pids_base, "%s%s", mnt,
              strcmp(path, "/") == 0 ? "" : path);
     h->cg_pids = can_create(h->cg_pids_base);
@@ -210,9 +229,15 @@ void cr_cg_detect(cr_host_info *h) {
   snprintf(h->cg_note, sizeof h->cg_note,
            "no cgroup this process may create children in (run as root, or delegate a "
            "cgroup v2 subtree with the memory and pids controllers); rlimits only");
-  detect_v2(h);
+  proc_text *t = malloc(sizeof *t);
+  if (!t)
+    return;
+  slurp("/proc/self/mountinfo", t->mountinfo, sizeof t->mountinfo);
+  slurp("/proc/self/cgroup", t->cgroup, sizeof t->cgroup);
+  detect_v2(t, h);
   if (h->cg_mode == CR_CG_NONE)
-    detect_v1(h);
+    detect_v1(t, h);
+  free(t);
 }
 
 static atomic_uint g_seq;
