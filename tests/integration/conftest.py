@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-CORRAL = REPO / "build" / "corral"
+# CORRAL in the environment selects another build (the ASan one, say).
+CORRAL = Path(os.environ["CORRAL"]) if os.environ.get("CORRAL") else REPO / "build" / "corral"
 
 STATUSES = {"ok", "error", "timeout", "memory_limit", "output_limit",
             "wrong_answer", "interrupted", "sandbox_error"}

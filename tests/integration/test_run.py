@@ -15,7 +15,7 @@ import pytest
 
 from conftest import MiB, corral_path, run_corral
 
-ALLOWED_ENV = {"PATH", "HOME", "LANG", "TMPDIR", "MPLBACKEND", "PYTHONDONTWRITEBYTECODE"}
+ALLOWED_ENV = {"PATH", "HOME", "LANG", "TMPDIR", "USER", "MPLBACKEND", "PYTHONDONTWRITEBYTECODE"}
 
 
 def py(src: str) -> str:
@@ -334,6 +334,28 @@ def test_memory_within_limit_is_ok_and_measured(corral):
     assert 40 * MiB <= r["memory_peak_bytes"] <= 128 * MiB, r.why()
 
 
+def test_pids_limit(corral):
+    r = run_corral(["--pids", "16", "--timeout", "10", "-c", py("""
+        import os, time
+        kids, refused = [], None
+        for i in range(64):
+            try:
+                pid = os.fork()
+            except OSError as e:
+                refused = e.errno
+                break
+            if pid == 0:
+                time.sleep(30)
+                os._exit(0)
+            kids.append(pid)
+        print(len(kids), refused)
+    """)])
+    assert r["status"] == "ok", r.why()
+    n, refused = r["stdout"].split()
+    assert refused == "11" and int(n) < 16, "fork must fail with EAGAIN below --pids 16" + r.why()
+    assert r["duration_ms"] < 5000, "the sleeping children end with the program" + r.why()
+
+
 def test_limits_are_reported(corral):
     r = run_corral(["--timeout", "2", "--cpu", "1.5", "--memory", "100", "--pids", "50", "--disk", "20",
                     "--output-limit", "5000", "-c", "print(1)"])
@@ -603,13 +625,25 @@ def test_non_json_mode_prints_raw_output_and_status_line(corral):
     assert r.out == b"to stdout\n"
     lines = r.err.decode().splitlines()
     assert lines[0] == "to stderr", lines
-    assert re.match(r"^corral: ok, exit 0, ", lines[-1]), lines
-    r = run_corral(["--lang", "bash", "-c", "exit 3"], json_mode=False)
-    assert r.rc == 3
-    assert re.match(r"^corral: error, exit 3\b", r.err.decode().splitlines()[-1]), r.err
+    assert re.match(r"^corral: ok, exit 0, ", status_line(r.err)), lines
+    r = run_corral(["--lang", "bash", "-c", "echo out; echo err >&2; exit 3"], json_mode=False)
+    assert r.rc == 3 and r.out == b"out\n"
+    assert r.err.startswith(b"err\n"), r.err
+    assert re.match(r"^corral: error, exit 3\b", status_line(r.err)), r.err
     r = run_corral(["--timeout", "1", "-c", "while True: pass"], json_mode=False)
     assert r.rc == 124
-    assert r.err.decode().splitlines()[-1].startswith("corral: timeout"), r.err
+    assert status_line(r.err).startswith("corral: timeout"), r.err
+
+
+def status_line(err: bytes) -> str:
+    """The status line: the first of the 'corral: ' lines that end stderr
+    (an error may add lines such as the category and a hint after it)."""
+    lines = err.decode().splitlines()
+    i = len(lines)
+    while i > 0 and lines[i - 1].startswith("corral: "):
+        i -= 1
+    assert i < len(lines), f"no 'corral: ' status line at the end of stderr: {err[-500:]!r}"
+    return lines[i]
 
 
 @pytest.mark.parametrize("args,must_name", [
