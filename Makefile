@@ -16,7 +16,7 @@ DEB_PACKAGES = gcc libc6-dev pkg-config meson ninja-build \
 	python3 python3-numpy python3-pandas python3-matplotlib python3-scipy \
 	nodejs bash python3-pytest bubblewrap hyperfine
 
-.PHONY: all deps build run test unit integration hostile asan bench doctor clean
+.PHONY: all deps build run test unit integration asan bench doctor clean
 
 all: build
 
@@ -65,10 +65,11 @@ asan: deps $(ASAN_BUILD)/build.ninja
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C $(ASAN_BUILD) --suite unit --print-errorlogs
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		CORRAL=$(CURDIR)/$(ASAN_BUILD)/corral bash tests/run-hostile-fenced.sh -x -k "not flood"
+		CORRAL=$(CURDIR)/$(ASAN_BUILD)/corral bash tests/run-hostile-fenced.sh
 
 bench: build
 	bash bench/run.sh
+	$(BUILD)/session-bench 1000
 
 doctor: build
 	$(BUILD)/corral doctor

@@ -92,7 +92,7 @@ int cr_cli_doctor(int argc, char **argv) {
                                                      : "fallback (remount each bind)");
     printf("cgroups           %s\n", cg);
     printf("  memory limit    %s\n", h->cg_memory ? "on" : "fallback: RLIMIT_DATA per process");
-    printf("  pids limit      %s\n", h->cg_pids ? "on" : "fallback: RLIMIT_NPROC (root only)");
+    printf("  pids limit      %s\n", h->cg_pids ? "on" : "fallback: RLIMIT_NPROC (per user namespace)");
     printf("  note            %s\n", h->cg_note);
     const char *key;
     json_t *v;

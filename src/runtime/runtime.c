@@ -5,6 +5,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "drivers_embedded.h"
+
 static const char *const py_interp[] = {"/usr/bin/python3", "/usr/local/bin/python3", NULL};
 static const char *const py_alias[] = {"py", "python3", NULL};
 static const char *const py_ext[] = {"py", NULL};
@@ -81,4 +83,28 @@ const char *cr_runtime_code_name(const cr_runtime *rt, const char *code, size_t 
     p = nl ? nl + 1 : NULL;
   }
   return "main.js";
+}
+
+static const cr_driver_file py_files[] = {
+    {".corral/driver.py", cr_embed_driver_py, sizeof cr_embed_driver_py - 1},
+    {".corral/corral_mpl.py", cr_embed_corral_mpl_py, sizeof cr_embed_corral_mpl_py - 1},
+};
+static const cr_driver_file js_files[] = {
+    {".corral/driver.js", cr_embed_driver_js, sizeof cr_embed_driver_js - 1},
+};
+static const cr_driver_file sh_files[] = {
+    {".corral/driver.sh", cr_embed_driver_sh, sizeof cr_embed_driver_sh - 1},
+};
+/* -u: unbuffered streams, so a cell's prints reach the supervisor as they
+ * happen. */
+static const cr_driver py_driver = {{"-u", "/.corral/driver.py", NULL}, py_files, 2};
+static const cr_driver js_driver = {{"--expose-internals", "/.corral/driver.js", NULL}, js_files, 1};
+static const cr_driver sh_driver = {{"/.corral/driver.sh", NULL}, sh_files, 1};
+
+const cr_driver *cr_runtime_driver(const cr_runtime *rt) {
+  if (strcmp(rt->name, "python") == 0)
+    return &py_driver;
+  if (strcmp(rt->name, "node") == 0)
+    return &js_driver;
+  return &sh_driver;
 }

@@ -26,4 +26,21 @@ const char *cr_runtime_interpreter(const cr_runtime *rt);
  * syntax gets "main.mjs"). */
 const char *cr_runtime_code_name(const cr_runtime *rt, const char *code, size_t len);
 
+/* A session driver (docs/session-protocol.md): the files placed read-only
+ * in the sandbox's root and the arguments after the interpreter. */
+typedef struct cr_driver_file {
+  const char *path;               /* relative to the sandbox's root: ".corral/driver.py" */
+  const unsigned char *data;
+  size_t len;
+} cr_driver_file;
+
+typedef struct cr_driver {
+  const char *args[4];            /* after the interpreter, NULL-terminated */
+  const cr_driver_file *files;
+  size_t nfiles;
+} cr_driver;
+
+/* The driver of a language; never NULL for the three built-in ones. */
+const cr_driver *cr_runtime_driver(const cr_runtime *rt);
+
 #endif

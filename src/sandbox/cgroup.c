@@ -353,23 +353,58 @@ int cr_cg_attach(const cr_sb *sb, pid_t pid, cr_err *err) {
   return 0;
 }
 
-void cr_cg_collect(const cr_sb *sb, cr_sb_stats *st) {
+/* The counter files of a sandbox, by index in cg_stat_fds. */
+enum { CGF_PEAK, CGF_OOM, CGF_PIDS, CGF_N };
+
+/* Reads a counter file through an fd kept open for the sandbox's life: a
+ * session samples them before and after every cell, and opening three
+ * files each time was most of a cell's overhead. */
+static int read_counter(cr_sb *sb, int which, char *buf, size_t size) {
+  int *fd = &sb->cg_stat_fds[which];
+  if (*fd < 0) {
+    const char *dir = which == CGF_PIDS ? sb->cg_pids : sb->cg_mem;
+    const char *name = which == CGF_PIDS  ? "pids.events"
+                       : which == CGF_OOM ? (sb->cg_mode == CR_CG_V2 ? "memory.events"
+                                                                     : "memory.oom_control")
+                                          : (sb->cg_mode == CR_CG_V2 ? "memory.peak"
+                                                                     : "memory.max_usage_in_bytes");
+    if (!dir[0])
+      return -ENOENT;
+    char p[600];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    *fd = open(p, (which == CGF_PEAK ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    if (*fd < 0 && which == CGF_PEAK)
+      *fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0)
+      return -errno;
+  }
+  ssize_t n = pread(*fd, buf, size - 1, 0);
+  if (n < 0)
+    return -errno;
+  buf[n] = '\0';
+  return 0;
+}
+
+void cr_cg_collect(cr_sb *sb, cr_sb_stats *st) {
   char buf[2048];
   if (sb->cg_mem[0]) {
-    if (sb->cg_mode == CR_CG_V2) {
-      if (read_file(sb->cg_mem, "memory.peak", buf, sizeof buf) == 0)
-        st->memory_peak_bytes = strtoull(buf, NULL, 10);
-      if (read_file(sb->cg_mem, "memory.events", buf, sizeof buf) == 0)
-        st->oom_killed = keyed(buf, "oom_kill") > 0;
-    } else {
-      if (read_file(sb->cg_mem, "memory.max_usage_in_bytes", buf, sizeof buf) == 0)
-        st->memory_peak_bytes = strtoull(buf, NULL, 10);
-      if (read_file(sb->cg_mem, "memory.oom_control", buf, sizeof buf) == 0)
-        st->oom_killed = keyed(buf, "oom_kill") > 0;
-    }
+    if (read_counter(sb, CGF_PEAK, buf, sizeof buf) == 0)
+      st->memory_peak_bytes = strtoull(buf, NULL, 10);
+    if (read_counter(sb, CGF_OOM, buf, sizeof buf) == 0)
+      st->oom_kills = keyed(buf, "oom_kill");
   }
-  if (sb->cg_pids[0] && read_file(sb->cg_pids, "pids.events", buf, sizeof buf) == 0)
+  st->oom_killed = st->oom_kills > 0;
+  if (sb->cg_pids[0] && read_counter(sb, CGF_PIDS, buf, sizeof buf) == 0)
     st->pids_limited = keyed(buf, "max") > 0;
+}
+
+void cr_cg_reset_peak(cr_sb *sb) {
+  /* v1 resets the high-water mark on any write; v2's memory.peak only per
+   * open file (6.12+), so there the peak stays the sandbox's lifetime's. */
+  char buf[64];
+  if (sb->cg_mem[0] && sb->cg_mode == CR_CG_V1 && read_counter(sb, CGF_PEAK, buf, sizeof buf) == 0)
+    if (pwrite(sb->cg_stat_fds[CGF_PEAK], "0", 1, 0) < 0)
+      write_file(sb->cg_mem, "memory.max_usage_in_bytes", "0");
 }
 
 static void remove_dir(char *dir) {
@@ -389,6 +424,11 @@ static void remove_dir(char *dir) {
 }
 
 void cr_cg_remove(cr_sb *sb) {
+  for (int i = 0; i < CGF_N; i++)
+    if (sb->cg_stat_fds[i] >= 0) {
+      close(sb->cg_stat_fds[i]);
+      sb->cg_stat_fds[i] = -1;
+    }
   if (sb->cg_pids[0] && strcmp(sb->cg_pids, sb->cg_mem) == 0)
     sb->cg_pids[0] = '\0';
   remove_dir(sb->cg_pids);

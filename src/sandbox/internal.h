@@ -34,7 +34,9 @@ int cr_cg_create(const cr_host_info *h, cr_sb *sb, const cr_sb_limits *lim, cr_e
 int cr_cg_open_join(const cr_sb *sb, int fds[2], cr_err *err);
 int cr_cg_join_child(const int fds[2]);
 int cr_cg_attach(const cr_sb *sb, pid_t pid, cr_err *err);
-void cr_cg_collect(const cr_sb *sb, cr_sb_stats *st);
+/* Reads the counters; the files stay open in sb until cr_cg_remove. */
+void cr_cg_collect(cr_sb *sb, cr_sb_stats *st);
+void cr_cg_reset_peak(cr_sb *sb);
 void cr_cg_remove(cr_sb *sb);
 
 /* --- mounts.c ------------------------------------------------------------- */
@@ -63,7 +65,7 @@ int cr_mount_plan_init(cr_mount_plan *plan, const cr_sb_limits *lim, cr_err *err
 /* Builds the root under plan->stage and copies the input files into
  * /workspace; leaves the cwd at the new root, not yet pivoted. */
 int cr_mounts_build_child(const cr_mount_plan *plan, const cr_sb_file *files, size_t nfiles,
-                          const char **step);
+                          const cr_sb_file *root_files, size_t nroot, const char **step);
 /* pivot_root into the new root, detach the old one, make / read-only. */
 int cr_mounts_pivot_child(const cr_mount_plan *plan, const char **step);
 

@@ -321,7 +321,7 @@ static int bind_all(const cr_mount_plan *plan, const char *R, bool devices, char
 }
 
 int cr_mounts_build_child(const cr_mount_plan *plan, const cr_sb_file *files, size_t nfiles,
-                          const char **step) {
+                          const cr_sb_file *root_files, size_t nroot, const char **step) {
   char p[4352];
   const char *R = plan->stage;
   int rc;
@@ -381,6 +381,13 @@ int cr_mounts_build_child(const cr_mount_plan *plan, const cr_sb_file *files, si
     if (fd < 0)
       return -errno;
     close(fd);
+  }
+
+  *step = "writing corral's own files into the root";
+  for (size_t i = 0; i < nroot; i++) {
+    cat(p, sizeof p, R, root_files[i].path);
+    if ((rc = mkdirs_for(p)) < 0 || (rc = copy_in(p, &root_files[i])) < 0)
+      return rc;
   }
 
   /* 2. The host's system paths. */

@@ -61,15 +61,30 @@ typedef struct cr_sb_file {
   struct timespec mtime;   /* {0,0} = leave as created */
 } cr_sb_file;
 
+#define CR_SB_MAX_EXTRA_FDS 2
+
 typedef struct cr_sb_config {
   const char *const *argv;  /* argv[0] is an absolute path inside the sandbox */
   const char *const *envp;  /* the whole environment; nothing is inherited */
   int stdin_fd;             /* -1: /dev/null */
   int stdout_fd;            /* write ends the program gets as fd 1 and 2 */
   int stderr_fd;
-  const cr_sb_file *files;
+  /* More fds the program gets as 3, 4, ... (a session driver's protocol
+   * pipes). */
+  int extra_fds[CR_SB_MAX_EXTRA_FDS];
+  size_t nextra;
+  const cr_sb_file *files;  /* into /workspace */
   size_t nfiles;
+  /* Into the read-only root, before it is made read-only: paths relative
+   * to / ("/.corral/driver.py" is given as ".corral/driver.py"). */
+  const cr_sb_file *root_files;
+  size_t nroot_files;
   cr_sb_limits limits;
+  /* A persistent sandbox (a session) outlives its program: PID 1 reports
+   * the program's exit and waits for the supervisor to start another one
+   * (cr_sb_respawn) or to close it. A one-shot sandbox ends with its
+   * program. */
+  bool persistent;
 } cr_sb_config;
 
 /* Which layer enforced what, for result.limits and `corral doctor`. */
@@ -78,6 +93,7 @@ typedef enum { CR_CG_NONE = 0, CR_CG_V1, CR_CG_V2 } cr_cg_mode;
 typedef struct cr_sb_stats {
   uint64_t memory_peak_bytes;  /* cgroup peak, else the largest ru_maxrss */
   bool oom_killed;             /* the cgroup's OOM killer fired */
+  uint64_t oom_kills;          /* how many times, so far */
   bool pids_limited;           /* a fork failed on the pids limit */
   struct rusage rusage;        /* the whole tree (init reaps everything) */
   int init_status;             /* wait status of PID 1 */
@@ -90,6 +106,7 @@ typedef struct cr_sb {
   cr_cg_mode cg_mode;
   char cg_mem[256];    /* cgroup directories created for this sandbox ("" if none) */
   char cg_pids[256];
+  int cg_stat_fds[4];   /* counters kept open while a session samples them (-1 = closed) */
   const char *enforced_by;   /* static string: "cgroup-v2", "cgroup-v1", "rlimit" */
   bool landlock;             /* Landlock was applied */
   int landlock_abi;
@@ -102,6 +119,10 @@ typedef enum cr_ctl_type {
   CR_CTL_READY = 1,   /* the walls are up and /workspace exists; ws_fd is set */
   CR_CTL_FAIL = 2,    /* a setup step failed: text names the step, err is the errno */
   CR_CTL_EXIT = 3,    /* the program ended: status is its wait status */
+  /* supervisor -> PID 1 (persistent sandboxes) */
+  CR_CTL_SIGNAL = 4,  /* send signal `status` to the program's process group */
+  CR_CTL_SPAWN = 5,   /* start the program again with the fds attached */
+  CR_CTL_SPAWNED = 6, /* PID 1 -> supervisor: the new program runs; status = its pid outside */
 } cr_ctl_type;
 
 typedef struct cr_ctl_msg {
@@ -119,6 +140,18 @@ int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err);
  * Returns 1 with *msg filled, 0 at EOF (PID 1 is gone or going), -1 on error.
  * A READY message's fd is stored in sb->ws_fd. */
 int cr_sb_read_ctl(cr_sb *sb, cr_ctl_msg *msg, cr_err *err);
+
+/* Persistent sandboxes: signal the program's process group (SIGINT for an
+ * interrupt, SIGKILL to end a stuck program), and start the program again
+ * after it ended (new stdout/stderr/extra fds; the same argv, environment,
+ * walls and /workspace). Replies (EXIT, SPAWNED) arrive as control
+ * messages. */
+int cr_sb_signal(cr_sb *sb, int sig, cr_err *err);
+int cr_sb_respawn(cr_sb *sb, int stdout_fd, int stderr_fd, const int *extra_fds, size_t nextra,
+                  cr_err *err);
+/* Current counters of a live sandbox (peak memory since the last reset, OOM
+ * kills so far); reset_peak starts a new peak window (cgroup v1). */
+void cr_sb_sample(cr_sb *sb, cr_sb_stats *st, bool reset_peak);
 
 /* Kills every process of the sandbox (SIGKILL to PID 1 of its namespace).
  * Safe to call more than once and before reaping. */

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/signalfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -170,7 +172,14 @@ static int set_rlimit(int res, uint64_t soft, uint64_t hard) {
   return setrlimit(res, &rl) < 0 ? -errno : 0;
 }
 
-static _Noreturn void run_payload(const child_args *a) {
+/* The program's streams: fd 0, 1, 2 and the extra fds that become 3, 4. */
+typedef struct payload_fds {
+  int in, out, err;
+  int extra[CR_SB_MAX_EXTRA_FDS];
+  size_t nextra;
+} payload_fds;
+
+static _Noreturn void run_payload(const child_args *a, const payload_fds *pf) {
   const cr_sb_config *cfg = a->cfg;
   int ctl = a->ctl;
   int rc;
@@ -194,14 +203,23 @@ static _Noreturn void run_payload(const child_args *a) {
 
   /* The three streams. Source fds are first moved above 2 so that a source
    * that happens to be 0, 1 or 2 is not overwritten before it is used. */
-  int in = cfg->stdin_fd >= 0 ? fcntl(cfg->stdin_fd, F_DUPFD_CLOEXEC, 10)
-                              : open("/dev/null", O_RDONLY | O_CLOEXEC);
-  int out = fcntl(cfg->stdout_fd, F_DUPFD_CLOEXEC, 10);
-  int er = fcntl(cfg->stderr_fd, F_DUPFD_CLOEXEC, 10);
-  if (in < 0 || out < 0 || er < 0)
+  int in = pf->in >= 0 ? fcntl(pf->in, F_DUPFD_CLOEXEC, 16)
+                       : open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int out = fcntl(pf->out, F_DUPFD_CLOEXEC, 16);
+  int er = fcntl(pf->err, F_DUPFD_CLOEXEC, 16);
+  int ex[CR_SB_MAX_EXTRA_FDS];
+  for (size_t i = 0; i < pf->nextra; i++)
+    if ((ex[i] = fcntl(pf->extra[i], F_DUPFD_CLOEXEC, 16)) < 0)
+      child_fail(ctl, "preparing the extra fds", errno);
+  int cfd = fcntl(ctl, F_DUPFD_CLOEXEC, 16);
+  if (in < 0 || out < 0 || er < 0 || cfd < 0)
     child_fail(ctl, "preparing the standard streams", errno);
+  ctl = cfd;
   if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(er, 2) < 0)
     child_fail(ctl, "installing the standard streams", errno);
+  for (size_t i = 0; i < pf->nextra; i++)
+    if (dup2(ex[i], 3 + (int)i) < 0)
+      child_fail(ctl, "installing the extra fds", errno);
 
   if (chdir(CR_SB_WORKSPACE) < 0)
     child_fail(ctl, "entering /workspace", errno);
@@ -223,9 +241,10 @@ static _Noreturn void run_payload(const child_args *a) {
   uint32_t nofile = l->nofile ? l->nofile : 1024;
   if ((rc = set_rlimit(RLIMIT_NOFILE, nofile, nofile)) < 0)
     child_fail(ctl, step, -rc);
-  /* NPROC counts every process of the real uid: only meaningful where the
-   * uid is this sandbox's own (root mode). */
-  if (a->root && l->pids && (rc = set_rlimit(RLIMIT_NPROC, l->pids, l->pids)) < 0)
+  /* NPROC is counted per user namespace (kernel 5.14+: ucounts), so it
+   * bounds this sandbox's own processes, also where no pids cgroup exists
+   * (unprivileged) and the outside uid is the caller's. */
+  if (l->pids && (rc = set_rlimit(RLIMIT_NPROC, l->pids, l->pids)) < 0)
     child_fail(ctl, step, -rc);
   if (l->memory_bytes && !a->host->cg_memory &&
       (rc = set_rlimit(RLIMIT_DATA, l->memory_bytes, l->memory_bytes)) < 0)
@@ -247,17 +266,17 @@ static _Noreturn void run_payload(const child_args *a) {
   if ((rc = cr_landlock_apply_child(a->host->landlock_abi, &step)) < 0)
     child_fail(ctl, step, -rc);
 
-  /* Nothing of the supervisor's survives: the control socket moves to fd 3
-   * (closed by execve) so that a failing execve can still be reported. */
-  if (ctl != 3) {
-    if (dup2(ctl, 3) < 0)
-      child_fail(ctl, "moving the control socket", errno);
-    ctl = 3;
-  }
-  if (fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
+  /* Nothing of the supervisor's survives: the control socket moves just
+   * above the program's fds (closed by execve) so that a failing execve can
+   * still be reported, and everything above it is closed. */
+  int top = 3 + (int)pf->nextra;
+  if (dup2(ctl, top) < 0)
+    child_fail(ctl, "moving the control socket", errno);
+  ctl = top;
+  if (fcntl(ctl, F_SETFD, FD_CLOEXEC) < 0)
     child_fail(ctl, "marking the control socket close-on-exec", errno);
-  if (syscall(SYS_close_range, 4, ~0U, 0) < 0) {
-    for (int fd = 4; fd < 65536; fd++)
+  if (syscall(SYS_close_range, (unsigned)top + 1, ~0U, 0) < 0) {
+    for (int fd = top + 1; fd < 65536; fd++)
       close(fd);
   }
 
@@ -268,6 +287,11 @@ static _Noreturn void run_payload(const child_args *a) {
   execve(cfg->argv[0], (char *const *)cfg->argv, (char *const *)cfg->envp);
   child_fail(ctl, "execve of the program", errno);
 }
+
+/* fork(2) without glibc's fork: that one runs atfork handlers and takes
+ * the allocator's locks, which another thread of a multithreaded supervisor
+ * may have held when we were cloned (a deadlock in the child). */
+static pid_t raw_fork(void) { return (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0); }
 
 static void bring_up_lo(void) {
   /* An empty network namespace has lo down; programs that talk to
@@ -318,9 +342,11 @@ static _Noreturn void run_init(const child_args *a) {
    * user namespace gave us for the setup below. */
   if (prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0)
     child_fail(ctl, "setting securebits", errno);
-  if (setresgid(CR_SB_GID, CR_SB_GID, CR_SB_GID) < 0)
+  /* Raw system calls: glibc's wrappers broadcast the change to every thread
+   * the supervisor had, which do not exist in this child, and wait forever. */
+  if (syscall(SYS_setresgid, CR_SB_GID, CR_SB_GID, CR_SB_GID) < 0)
     child_fail(ctl, "setresgid", errno);
-  if (setresuid(CR_SB_UID, CR_SB_UID, CR_SB_UID) < 0)
+  if (syscall(SYS_setresuid, CR_SB_UID, CR_SB_UID, CR_SB_UID) < 0)
     child_fail(ctl, "setresuid", errno);
 
   /* Our cgroup is now the sandbox's (the parent moved us before "go"): a
@@ -328,7 +354,8 @@ static _Noreturn void run_init(const child_args *a) {
   if (unshare(CLONE_NEWCGROUP) < 0)
     child_fail(ctl, "unsharing the cgroup namespace", errno);
 
-  if ((rc = cr_mounts_build_child(a->plan, a->cfg->files, a->cfg->nfiles, &step)) < 0)
+  if ((rc = cr_mounts_build_child(a->plan, a->cfg->files, a->cfg->nfiles, a->cfg->root_files,
+                                  a->cfg->nroot_files, &step)) < 0)
     child_fail(ctl, step, -rc);
   /* Input fds were copied; the program must never hold host files. */
   for (size_t i = 0; i < a->cfg->nfiles; i++)
@@ -352,12 +379,23 @@ static _Noreturn void run_init(const child_args *a) {
   if (n != 1 || go != 'c')
     _exit(CHILD_SETUP_FAILED);
 
-  pid_t payload = fork();
+  payload_fds pf = {.in = a->cfg->stdin_fd, .out = a->cfg->stdout_fd, .err = a->cfg->stderr_fd,
+                    .nextra = a->cfg->nextra};
+  for (size_t i = 0; i < pf.nextra; i++)
+    pf.extra[i] = a->cfg->extra_fds[i];
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  /* A persistent PID 1 learns of exits through a signalfd, polled together
+   * with the control socket. */
+  if (a->cfg->persistent)
+    sigprocmask(SIG_BLOCK, &chld, NULL);
+  pid_t payload = raw_fork();
   if (payload < 0)
     child_fail(ctl, "forking the program", errno);
   if (payload == 0) {
     close(ws);
-    run_payload(a);
+    run_payload(a, &pf);
   }
   /* The supervisor gets /workspace: it lists and copies out files through
    * this fd after everything here is gone, never through a path. */
@@ -365,23 +403,100 @@ static _Noreturn void run_init(const child_args *a) {
   close(ws);
 
   /* PID 1 keeps only the control socket: no stream of the program, no fd of
-   * the supervisor, no capability. */
+   * the supervisor. A one-shot PID 1 needs no capability any more; a
+   * persistent one keeps them to set up the next program's walls (it is
+   * unreachable from the program: non-dumpable, outside its Landlock
+   * domain, ptrace denied by seccomp). */
   if (ctl > 0)
     syscall(SYS_close_range, 0, (unsigned)ctl - 1, 0);
   syscall(SYS_close_range, (unsigned)ctl + 1, ~0U, 0);
-  drop_caps(a->host->cap_last_cap);
 
-  for (;;) {
-    int st;
-    pid_t p = waitpid(-1, &st, 0);
-    if (p == payload) {
-      /* The run is over when the program is: exiting kills whatever it
-       * left behind (daemons, double forks) with the namespace. */
-      send_msg(ctl, CR_CTL_EXIT, 0, st, NULL, -1);
-      _exit(0);
+  if (!a->cfg->persistent) {
+    drop_caps(a->host->cap_last_cap);
+    for (;;) {
+      int st;
+      pid_t p = waitpid(-1, &st, 0);
+      if (p == payload) {
+        /* The run is over when the program is: exiting kills whatever it
+         * left behind (daemons, double forks) with the namespace. */
+        send_msg(ctl, CR_CTL_EXIT, 0, st, NULL, -1);
+        _exit(0);
+      }
+      if (p < 0 && errno != EINTR)
+        _exit(CHILD_SETUP_FAILED);
     }
-    if (p < 0 && errno != EINTR)
+  }
+
+  int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0)
+    child_fail(ctl, "creating PID 1's signalfd", errno);
+  for (;;) {
+    struct pollfd fds[2] = {{.fd = ctl, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
       _exit(CHILD_SETUP_FAILED);
+    }
+    if (fds[1].revents) {
+      struct signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) > 0)
+        ;
+      int st;
+      pid_t p;
+      while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+        if (p == payload) {
+          payload = 0;
+          send_msg(ctl, CR_CTL_EXIT, 0, st, NULL, -1);
+        }
+    }
+    if (fds[0].revents) {
+      cr_ctl_msg m;
+      int got[2 + CR_SB_MAX_EXTRA_FDS];
+      size_t ngot = 0;
+      union {
+        char buf[CMSG_SPACE(sizeof(int) * (2 + CR_SB_MAX_EXTRA_FDS))];
+        struct cmsghdr align;
+      } u;
+      struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
+      struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                          .msg_controllen = sizeof u.buf};
+      ssize_t got_n = recvmsg(ctl, &mh, MSG_CMSG_CLOEXEC);
+      if (got_n == 0)
+        _exit(0); /* the supervisor closed the sandbox */
+      if (got_n < 0) {
+        if (errno == EINTR)
+          continue;
+        _exit(CHILD_SETUP_FAILED);
+      }
+      for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+          size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+          for (size_t i = 0; i < k && ngot < sizeof got / sizeof *got; i++)
+            memcpy(&got[ngot++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        }
+      if (got_n == (ssize_t)sizeof m && m.type == CR_CTL_SIGNAL && payload > 0) {
+        /* The whole process group: a driver's children (a shell's
+         * foreground command) get the interrupt too. */
+        kill(-payload, m.status);
+      } else if (got_n == (ssize_t)sizeof m && m.type == CR_CTL_SPAWN && payload == 0 &&
+                 ngot >= 2 && ngot - 2 == a->cfg->nextra) {
+        payload_fds np = {.in = -1, .out = got[0], .err = got[1], .nextra = ngot - 2};
+        for (size_t i = 0; i < np.nextra; i++)
+          np.extra[i] = got[2 + i];
+        payload = raw_fork();
+        if (payload == 0) {
+          close(sfd);
+          sigprocmask(SIG_UNBLOCK, &chld, NULL);
+          run_payload(a, &np);
+        }
+        send_msg(ctl, payload > 0 ? CR_CTL_SPAWNED : CR_CTL_FAIL, payload > 0 ? 0 : errno, 0,
+                 payload > 0 ? NULL : "forking the program again", -1);
+        if (payload < 0)
+          payload = 0;
+      }
+      for (size_t i = 0; i < ngot; i++)
+        close(got[i]);
+    }
   }
 }
 
@@ -409,6 +524,8 @@ static atomic_uint g_uid_seq;
 int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
   memset(sb, 0, sizeof *sb);
   sb->ctl_fd = sb->ws_fd = -1;
+  for (size_t i = 0; i < sizeof sb->cg_stat_fds / sizeof *sb->cg_stat_fds; i++)
+    sb->cg_stat_fds[i] = -1;
   const cr_host_info *h = cr_host_get();
   if (g_plan_rc < 0)
     return cr_fail(err, 0, "%s", g_plan_err.msg);
@@ -620,4 +737,56 @@ void cr_sb_release(cr_sb *sb) {
     close(sb->ws_fd);
   sb->ctl_fd = sb->ws_fd = -1;
   cr_cg_remove(sb);
+}
+
+static int send_cmd(cr_sb *sb, int type, int status, const int *fds, size_t nfds, cr_err *err) {
+  if (sb->ctl_fd < 0 || sb->init_pid <= 0)
+    return cr_fail(err, 0, "the sandbox is not running");
+  cr_ctl_msg m;
+  memset(&m, 0, sizeof m);
+  m.type = type;
+  m.status = status;
+  struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
+  union {
+    char buf[CMSG_SPACE(sizeof(int) * (2 + CR_SB_MAX_EXTRA_FDS))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+  if (nfds) {
+    memset(&u, 0, sizeof u);
+    mh.msg_control = u.buf;
+    mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+    memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+  }
+  ssize_t n;
+  while ((n = sendmsg(sb->ctl_fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+    ;
+  if (n != (ssize_t)sizeof m)
+    return cr_fail(err, n < 0 ? errno : EIO, "sending a command to the sandbox's init");
+  return 0;
+}
+
+int cr_sb_signal(cr_sb *sb, int sig, cr_err *err) {
+  return send_cmd(sb, CR_CTL_SIGNAL, sig, NULL, 0, err);
+}
+
+int cr_sb_respawn(cr_sb *sb, int stdout_fd, int stderr_fd, const int *extra_fds, size_t nextra,
+                  cr_err *err) {
+  if (nextra > CR_SB_MAX_EXTRA_FDS)
+    return cr_fail(err, EINVAL, "respawning the program: too many fds");
+  int fds[2 + CR_SB_MAX_EXTRA_FDS] = {stdout_fd, stderr_fd};
+  for (size_t i = 0; i < nextra; i++)
+    fds[2 + i] = extra_fds[i];
+  return send_cmd(sb, CR_CTL_SPAWN, 0, fds, 2 + nextra, err);
+}
+
+void cr_sb_sample(cr_sb *sb, cr_sb_stats *st, bool reset_peak) {
+  memset(st, 0, sizeof *st);
+  cr_cg_collect(sb, st);
+  if (reset_peak)
+    cr_cg_reset_peak(sb);
 }

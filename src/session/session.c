@@ -1,0 +1,942 @@
+/* One session: a persistent sandbox, its driver, and the execution loop.
+ * The driver protocol is docs/session-protocol.md. */
+#include "session/session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec/outcap.h"
+#include "exec/workspace.h"
+#include "runtime/inventory.h"
+#include "runtime/runtime.h"
+#include "sandbox/sandbox.h"
+#include "util/buf.h"
+
+#define READY_TIMEOUT_S 20.0
+#define MAX_FRAME (64u << 20)
+
+struct cr_session {
+  const cr_runtime *rt;
+  cr_session_opts o;
+  char **env;                 /* owned copy of the sandbox environment */
+  char *argv[6];
+  cr_sb sb;
+  bool sb_started;
+  int out_r, err_r;           /* the driver's stdout and stderr (nonblocking) */
+  int req_w, ev_r;            /* requests to the driver; its events (nonblocking) */
+  cr_buf evbuf;               /* partial event frames */
+  unsigned generation;
+  uint64_t next_id;
+  bool driver_alive;
+  bool broken;                /* the sandbox itself is gone: only close helps */
+  /* FIFO order of executions */
+  pthread_mutex_t lock;
+  pthread_cond_t cv;
+  unsigned long ticket_next, ticket_serving;
+  bool busy;
+  int wake_fd;                /* eventfd: an interrupt request from another thread */
+  int timer_fd;               /* the per-cell timer, reused */
+  int stat_fd;                /* /proc/<driver>/stat, kept open for the driver's life */
+  atomic_bool interrupt_req;
+};
+
+void cr_session_opts_init(cr_session_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->language = "python";
+  o->timeout_s = 30;
+  o->grace_s = 2;
+  o->memory_bytes = 256ull << 20;
+  o->pids = 128;
+  o->disk_bytes = 256ull << 20;
+  o->output_limit = 1u << 20;
+  o->output_max = 64u << 20;
+  o->max_code_bytes = 1u << 20;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void close_fd(int *fd) {
+  if (*fd >= 0)
+    close(*fd);
+  *fd = -1;
+}
+
+static void arm(int tfd, double secs) {
+  struct itimerspec its = {0};
+  if (secs < 1e-6)
+    secs = 1e-6;
+  its.it_value.tv_sec = (time_t)secs;
+  its.it_value.tv_nsec = (long)((secs - (double)(time_t)secs) * 1e9);
+  timerfd_settime(tfd, 0, &its, NULL);
+}
+
+/* ---- frames ------------------------------------------------------------ */
+
+static int write_all(int fd, const char *p, size_t n) {
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      if (errno == EAGAIN) {
+        struct pollfd pf = {.fd = fd, .events = POLLOUT};
+        poll(&pf, 1, 1000);
+        continue;
+      }
+      return -errno;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int send_request(cr_session *s, const char *type, uint64_t id, const char *code,
+                        size_t len) {
+  cr_buf body = {0};
+  int rc = cr_buf_appendf(&body, "{\"type\":\"%s\",\"id\":%llu", type, (unsigned long long)id);
+  if (rc == 0 && code) {
+    rc = cr_buf_append(&body, ",\"code_b64\":\"", 13);
+    if (rc == 0)
+      rc = cr_buf_reserve(&body, (len + 2) / 3 * 4 + 4);
+    for (size_t i = 0; rc == 0 && i < len; i += 3) {
+      unsigned v = (unsigned char)code[i] << 16;
+      if (i + 1 < len)
+        v |= (unsigned char)code[i + 1] << 8;
+      if (i + 2 < len)
+        v |= (unsigned char)code[i + 2];
+      char q[4] = {b64chars[(v >> 18) & 63], b64chars[(v >> 12) & 63],
+                   i + 1 < len ? b64chars[(v >> 6) & 63] : '=', i + 2 < len ? b64chars[v & 63] : '='};
+      rc = cr_buf_append(&body, q, 4);
+    }
+    if (rc == 0)
+      rc = cr_buf_append(&body, "\"", 1);
+  }
+  if (rc == 0)
+    rc = cr_buf_append(&body, "}", 1);
+  cr_buf frame = {0};
+  if (rc == 0)
+    rc = cr_buf_appendf(&frame, "%zu\n", body.len);
+  if (rc == 0)
+    rc = cr_buf_append(&frame, body.data, body.len);
+  if (rc == 0)
+    rc = write_all(s->req_w, frame.data, frame.len);
+  else
+    rc = -ENOMEM;
+  cr_buf_free(&body);
+  cr_buf_free(&frame);
+  return rc;
+}
+
+/* Reads what the driver wrote and hands out complete frames, one per call.
+ * Returns 1 with *ev set (caller decrefs), 0 when no complete frame is
+ * buffered, -1 at EOF or on a malformed frame. */
+static int next_event(cr_session *s, json_t **ev, bool *eof) {
+  char tmp[65536];
+  for (;;) {
+    ssize_t n = read(s->ev_r, tmp, sizeof tmp);
+    if (n > 0) {
+      if (cr_buf_append(&s->evbuf, tmp, (size_t)n) < 0)
+        return -1;
+      continue;
+    }
+    if (n == 0)
+      *eof = true;
+    break;
+  }
+  char *nl = s->evbuf.len ? memchr(s->evbuf.data, '\n', s->evbuf.len < 24 ? s->evbuf.len : 24)
+                          : NULL;
+  if (!nl)
+    return s->evbuf.len >= 24 ? -1 : 0;
+  char *end;
+  unsigned long long blen = strtoull(s->evbuf.data, &end, 10);
+  if (end != nl || blen > MAX_FRAME)
+    return -1;
+  size_t hdr = (size_t)(nl - s->evbuf.data) + 1;
+  if (s->evbuf.len < hdr + blen)
+    return 0;
+  json_error_t je;
+  *ev = json_loadb(s->evbuf.data + hdr, (size_t)blen, 0, &je);
+  memmove(s->evbuf.data, s->evbuf.data + hdr + blen, s->evbuf.len - hdr - (size_t)blen);
+  s->evbuf.len -= hdr + (size_t)blen;
+  s->evbuf.data[s->evbuf.len] = '\0';
+  return *ev && json_is_object(*ev) ? 1 : -1;
+}
+
+/* ---- starting the driver ----------------------------------------------- */
+
+/* Makes an interpreter ready: the one place that starts a driver, first in
+ * a new sandbox, later (restart, crash, OOM) in the same sandbox. A warm,
+ * pre-imported parent that forks the driver would replace the body of this
+ * function and nothing else. */
+static int driver_start(cr_session *s, cr_err *err) {
+  int outp[2] = {-1, -1}, errp[2] = {-1, -1}, reqp[2] = {-1, -1}, evp[2] = {-1, -1};
+  int rc = -1;
+  if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(reqp, O_CLOEXEC) < 0 ||
+      pipe2(evp, O_CLOEXEC) < 0) {
+    cr_fail(err, errno, "creating the driver's pipes");
+    goto out;
+  }
+  close_fd(&s->out_r);
+  close_fd(&s->err_r);
+  close_fd(&s->req_w);
+  close_fd(&s->ev_r);
+  close_fd(&s->stat_fd);
+  cr_buf_reset(&s->evbuf);
+  s->out_r = outp[0];
+  s->err_r = errp[0];
+  s->req_w = reqp[1];
+  s->ev_r = evp[0];
+  outp[0] = errp[0] = reqp[1] = evp[0] = -1;
+  fcntl(s->out_r, F_SETFL, O_NONBLOCK);
+  fcntl(s->err_r, F_SETFL, O_NONBLOCK);
+  fcntl(s->ev_r, F_SETFL, O_NONBLOCK);
+  fcntl(s->req_w, F_SETFL, O_NONBLOCK);
+
+  int extra[2] = {reqp[0], evp[1]};
+  if (!s->sb_started) {
+    const cr_driver *d = cr_runtime_driver(s->rt);
+    cr_sb_file rf[4];
+    size_t nrf = d->nfiles < 4 ? d->nfiles : 4;
+    for (size_t i = 0; i < nrf; i++)
+      rf[i] = (cr_sb_file){.path = d->files[i].path, .fd = -1, .data = d->files[i].data,
+                           .len = d->files[i].len, .mode = 0644};
+    cr_sb_config cfg = {
+        .argv = (const char *const *)s->argv,
+        .envp = (const char *const *)s->env,
+        .stdin_fd = -1,
+        .stdout_fd = outp[1],
+        .stderr_fd = errp[1],
+        .extra_fds = {extra[0], extra[1]},
+        .nextra = 2,
+        .root_files = rf,
+        .nroot_files = nrf,
+        /* No RLIMIT_CPU: a driver lives for many cells and the limit
+         * would add them up; each cell has a wall-clock timeout instead. */
+        .limits = {.memory_bytes = s->o.memory_bytes,
+                   .pids = s->o.pids,
+                   .fsize_bytes = s->o.disk_bytes,
+                   .nofile = 1024,
+                   .tmp_bytes = s->o.disk_bytes,
+                   .workspace_bytes = s->o.disk_bytes},
+        .persistent = true,
+    };
+    if (cr_sb_start(&cfg, &s->sb, err) < 0)
+      goto out;
+    s->sb_started = true;
+  } else if (cr_sb_respawn(&s->sb, outp[1], errp[1], extra, 2, err) < 0) {
+    s->broken = true;
+    goto out;
+  }
+  close_fd(&outp[1]);
+  close_fd(&errp[1]);
+  close_fd(&reqp[0]);
+  close_fd(&evp[1]);
+  s->generation++;
+
+  /* Wait for the sandbox (first time) and the driver's "ready". */
+  double deadline = now_s() + READY_TIMEOUT_S;
+  bool ready = false, ev_eof = false;
+  cr_buf early_err = {0};
+  while (!ready) {
+    double left = deadline - now_s();
+    if (left <= 0) {
+      cr_fail(err, 0, "the %s driver did not start within %g s", s->rt->name, READY_TIMEOUT_S);
+      break;
+    }
+    struct pollfd pf[3] = {{.fd = s->ev_r, .events = POLLIN},
+                           {.fd = s->sb.ctl_fd, .events = POLLIN},
+                           {.fd = s->err_r, .events = POLLIN}};
+    int n = poll(pf, 3, (int)(left * 1000) + 1);
+    if (n < 0 && errno != EINTR) {
+      cr_fail(err, errno, "waiting for the driver");
+      break;
+    }
+    if (pf[2].revents) {
+      char tmp[4096];
+      ssize_t r;
+      while ((r = read(s->err_r, tmp, sizeof tmp)) > 0)
+        if (early_err.len < 4096)
+          cr_buf_append(&early_err, tmp, (size_t)r);
+    }
+    if (pf[1].revents) {
+      cr_ctl_msg m;
+      cr_err e2;
+      int r = cr_sb_read_ctl(&s->sb, &m, &e2);
+      if (r == 0) {
+        s->broken = true;
+        cr_fail(err, 0, "the session's sandbox ended while starting");
+        break;
+      }
+      if (r == 1 && m.type == CR_CTL_FAIL) {
+        cr_fail(err, m.err, "sandbox setup failed while %s", m.text);
+        break;
+      }
+      if (r == 1 && m.type == CR_CTL_EXIT) {
+        cr_fail(err, 0, "the %s driver exited before it was ready (wait status %d)%s%.*s",
+                s->rt->name, m.status, early_err.len ? ": " : "", (int)early_err.len,
+                early_err.data ? early_err.data : "");
+        break;
+      }
+    }
+    if (pf[0].revents) {
+      json_t *ev = NULL;
+      int r;
+      while ((r = next_event(s, &ev, &ev_eof)) == 1) {
+        const char *t = json_string_value(json_object_get(ev, "type"));
+        if (t && strcmp(t, "ready") == 0)
+          ready = true;
+        json_decref(ev);
+      }
+      if (r < 0 || (ev_eof && !ready)) {
+        /* The driver died or spoke nonsense: its exit arrives on ctl. */
+        if (r < 0) {
+          cr_fail(err, 0, "the %s driver sent a malformed frame while starting", s->rt->name);
+          break;
+        }
+        close_fd(&s->ev_r);
+        s->ev_r = -1;
+        cr_fail(err, 0, "the %s driver closed its event pipe before it was ready%s%.*s",
+                s->rt->name, early_err.len ? ": " : "", (int)early_err.len,
+                early_err.data ? early_err.data : "");
+        break;
+      }
+    }
+  }
+  cr_buf_free(&early_err);
+  if (ready) {
+    s->driver_alive = true;
+    rc = 0;
+  }
+out:
+  close_fd(&outp[0]);
+  close_fd(&outp[1]);
+  close_fd(&errp[0]);
+  close_fd(&errp[1]);
+  close_fd(&reqp[0]);
+  close_fd(&reqp[1]);
+  close_fd(&evp[0]);
+  close_fd(&evp[1]);
+  return rc;
+}
+
+/* ---- open / close ------------------------------------------------------ */
+
+static const char *const base_env[] = {
+    "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp",
+    "USER=sandbox", "PYTHONDONTWRITEBYTECODE=1", "CORRAL_SESSION=1", NULL,
+};
+
+static char **build_env(const char *const *extra) {
+  size_t n = 0;
+  for (const char *const *e = base_env; *e; e++)
+    n++;
+  for (const char *const *e = extra; e && *e; e++)
+    n++;
+  char **env = calloc(n + 1, sizeof *env);
+  if (!env)
+    return NULL;
+  size_t k = 0;
+  for (const char *const *e = base_env; *e; e++) {
+    size_t kl = (size_t)(strchr(*e, '=') - *e);
+    bool overridden = false;
+    for (const char *const *x = extra; x && *x; x++)
+      if (strncmp(*x, *e, kl + 1) == 0)
+        overridden = true;
+    if (!overridden && !(env[k++] = strdup(*e)))
+      goto oom;
+  }
+  for (const char *const *x = extra; x && *x; x++)
+    if (!(env[k++] = strdup(*x)))
+      goto oom;
+  return env;
+oom:
+  for (size_t i = 0; i < k; i++)
+    free(env[i]);
+  free(env);
+  return NULL;
+}
+
+static void free_env(char **env) {
+  for (char **e = env; e && *e; e++)
+    free(*e);
+  free(env);
+}
+
+int cr_session_open(const cr_session_opts *o, cr_session **out, cr_err *err) {
+  *out = NULL;
+  const cr_runtime *rt = cr_runtime_find(o->language ? o->language : "python");
+  if (!rt)
+    return cr_fail(err, 0, "unknown language '%s': use one of %s", o->language,
+                   cr_runtime_list());
+  const char *interp = cr_runtime_interpreter(rt);
+  if (!interp)
+    return cr_fail(err, 0, "%s is not installed on this host", rt->name);
+  if (!(o->timeout_s > 0) || o->timeout_s > CR_MAX_TIMEOUT_S)
+    return cr_fail(err, 0, "timeout %.3g s is out of range: give a value above 0 and at most %g",
+                   o->timeout_s, CR_MAX_TIMEOUT_S);
+  if (o->memory_bytes < (32ull << 20) || o->memory_bytes > CR_MAX_MEMORY_BYTES)
+    return cr_fail(err, 0, "memory limit %llu MiB is out of range: give 32 MiB or more",
+                   (unsigned long long)(o->memory_bytes >> 20));
+  if (o->pids < 4 || o->output_limit < 64 || o->output_max < o->output_limit ||
+      o->disk_bytes < (1ull << 20) || o->max_code_bytes == 0)
+    return cr_fail(err, 0, "session limits out of range (pids >= 4, output limit >= 64 bytes, "
+                           "disk >= 1 MiB)");
+  for (const char *const *e = o->env; e && *e; e++) {
+    const char *eq = strchr(*e, '=');
+    if (!eq || eq == *e)
+      return cr_fail(err, 0, "environment entry '%.60s' is not KEY=VALUE", *e);
+  }
+
+  cr_session *s = calloc(1, sizeof *s);
+  if (!s)
+    return cr_fail(err, ENOMEM, "opening a session");
+  s->rt = rt;
+  s->o = *o;
+  s->o.env = NULL;
+  s->o.language = rt->name;
+  if (s->o.grace_s <= 0)
+    s->o.grace_s = 2;
+  s->out_r = s->err_r = s->req_w = s->ev_r = s->stat_fd = -1;
+  s->sb.ctl_fd = s->sb.ws_fd = -1;
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->cv, NULL);
+  s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  s->env = build_env(o->env);
+  const cr_driver *d = cr_runtime_driver(rt);
+  s->argv[0] = strdup(interp);
+  size_t k = 1;
+  for (size_t i = 0; d->args[i] && k < 5; i++)
+    s->argv[k++] = strdup(d->args[i]);
+  s->argv[k] = NULL;
+  bool oom = !s->env || s->wake_fd < 0 || s->timer_fd < 0;
+  for (size_t i = 0; i < k; i++)
+    oom |= s->argv[i] == NULL;
+  if (oom) {
+    cr_session_close(s);
+    return cr_fail(err, ENOMEM, "opening a session");
+  }
+  if (driver_start(s, err) < 0) {
+    cr_wrap(err, "starting a %s session", rt->name);
+    cr_session_close(s);
+    return -1;
+  }
+  *out = s;
+  return 0;
+}
+
+void cr_session_close(cr_session *s) {
+  if (!s)
+    return;
+  if (s->sb_started)
+    cr_sb_release(&s->sb);
+  close_fd(&s->out_r);
+  close_fd(&s->err_r);
+  close_fd(&s->req_w);
+  close_fd(&s->ev_r);
+  close_fd(&s->wake_fd);
+  close_fd(&s->timer_fd);
+  close_fd(&s->stat_fd);
+  cr_buf_free(&s->evbuf);
+  free_env(s->env);
+  for (size_t i = 0; i < 6 && s->argv[i]; i++)
+    free(s->argv[i]);
+  pthread_mutex_destroy(&s->lock);
+  pthread_cond_destroy(&s->cv);
+  free(s);
+}
+
+const char *cr_session_language(const cr_session *s) { return s->rt->name; }
+unsigned cr_session_generation(const cr_session *s) { return s->generation; }
+int cr_session_workspace_fd(const cr_session *s) { return s->sb.ws_fd; }
+
+/* ---- FIFO turn-taking ------------------------------------------------- */
+
+static void take_turn(cr_session *s) {
+  pthread_mutex_lock(&s->lock);
+  unsigned long t = s->ticket_next++;
+  while (t != s->ticket_serving)
+    pthread_cond_wait(&s->cv, &s->lock);
+  s->busy = true;
+  pthread_mutex_unlock(&s->lock);
+}
+
+static void end_turn(cr_session *s) {
+  pthread_mutex_lock(&s->lock);
+  s->busy = false;
+  s->ticket_serving++;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->lock);
+}
+
+bool cr_session_interrupt(cr_session *s) {
+  pthread_mutex_lock(&s->lock);
+  bool busy = s->busy;
+  pthread_mutex_unlock(&s->lock);
+  if (busy) {
+    atomic_store(&s->interrupt_req, true);
+    uint64_t one = 1;
+    ssize_t w = write(s->wake_fd, &one, sizeof one);
+    (void)w;
+  }
+  return busy;
+}
+
+/* ---- one execution ----------------------------------------------------- */
+
+/* CPU of the driver and the children it waited for, from /proc, as the
+ * supervisor sees it (the driver is PID 1's only child). The stat file stays
+ * open for the driver's life: a cell reads it twice. */
+static double driver_cpu_ms(cr_session *s) {
+  if (s->sb.init_pid <= 0)
+    return 0;
+  char p[96], buf[512];
+  if (s->stat_fd < 0) {
+    snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int)s->sb.init_pid, (int)s->sb.init_pid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+      return 0;
+    buf[n] = '\0';
+    int pid = atoi(buf);
+    if (pid <= 0)
+      return 0;
+    snprintf(p, sizeof p, "/proc/%d/stat", pid);
+    s->stat_fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (s->stat_fd < 0)
+      return 0;
+  }
+  ssize_t n = pread(s->stat_fd, buf, sizeof buf - 1, 0);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  char *rp = strrchr(buf, ')');
+  if (!rp)
+    return 0;
+  /* fields after ") ": state(3) ... utime(14) stime(15) cutime(16) cstime(17) */
+  unsigned long long v[4] = {0};
+  char *q = rp + 2;
+  int field = 3;
+  while (*q && field < 18) {
+    if (field >= 14 && field <= 17)
+      v[field - 14] = strtoull(q, NULL, 10);
+    q = strchr(q, ' ');
+    if (!q)
+      break;
+    q++;
+    field++;
+  }
+  long hz = sysconf(_SC_CLK_TCK);
+  return (double)(v[0] + v[1] + v[2] + v[3]) * 1000.0 / (double)(hz > 0 ? hz : 100);
+}
+
+/* Reads what is in a stream's pipe; *eof is set when the writer is gone
+ * (the driver died), so the caller stops polling a pipe that would report
+ * POLLHUP forever. */
+static void drain_stream(int fd, cr_outcap *cap, int which, const cr_sink *sink, bool *over,
+                         uint64_t max, bool *eof) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n == 0 && eof)
+      *eof = true;
+    if (n <= 0)
+      return;
+    long head = cr_outcap_feed(cap, buf, (size_t)n);
+    if (head > 0 && sink && sink->on_output)
+      sink->on_output(sink->ctx, which, buf, (size_t)head);
+    if (cap->total > max)
+      *over = true;
+  }
+}
+
+static int add_rich(cr_result *res, json_t *mime, bool main) {
+  if (!json_is_object(mime))
+    return 0;
+  cr_rich *v = realloc(res->results, (res->nresults + 1) * sizeof *v);
+  if (!v)
+    return -1;
+  res->results = v;
+  json_incref(mime);
+  v[res->nresults++] = (cr_rich){.mime = mime, .main = main};
+  return 0;
+}
+
+static void set_limit_error(cr_result *res, cr_category cat, const char *detail,
+                            const char *extra_hint) {
+  cr_error_info_free(&res->error);
+  if (cr_error_for_limit(cat, detail, &res->error) == 0) {
+    res->has_error = true;
+    if (extra_hint && res->error.hint) {
+      char *h = NULL;
+      if (asprintf(&h, "%s %s", extra_hint, res->error.hint) > 0) {
+        free(res->error.hint);
+        res->error.hint = h;
+      }
+    }
+  }
+}
+
+int cr_session_execute(cr_session *s, const char *code, size_t len, double timeout_s,
+                       const cr_sink *sink, cr_result *res, cr_err *err) {
+  cr_result_init(res);
+  if (!code || len == 0)
+    return cr_fail(err, 0, "empty code: send the code to run");
+  if (len > s->o.max_code_bytes)
+    return cr_fail(err, 0, "the code is %zu bytes; this session accepts at most %zu", len,
+                   s->o.max_code_bytes);
+  if (timeout_s < 0 || timeout_s > CR_MAX_TIMEOUT_S)
+    return cr_fail(err, 0, "timeout %.3g s is out of range", timeout_s);
+  double limit = timeout_s > 0 && timeout_s < s->o.timeout_s ? timeout_s : s->o.timeout_s;
+
+  take_turn(s);
+  int rc = 0;
+  if (s->broken) {
+    end_turn(s);
+    return cr_fail(err, 0, "the session's sandbox is gone: close it and open a new one");
+  }
+  if (!s->driver_alive && driver_start(s, err) < 0) {
+    end_turn(s);
+    return -1;
+  }
+  atomic_store(&s->interrupt_req, false);
+  uint64_t drop;
+  while (read(s->wake_fd, &drop, sizeof drop) > 0)
+    ;
+
+  res->language = strdup(s->rt->name);
+  res->timeout_s = limit;
+  res->cpu_s = 0;
+  res->memory_bytes = s->o.memory_bytes;
+  res->output_bytes = s->o.output_limit;
+  res->disk_bytes = s->o.disk_bytes;
+  res->pids = s->o.pids;
+  res->enforced_by = s->sb.enforced_by;
+  res->landlock_abi = s->sb.landlock_abi;
+
+  cr_outcap out, errc;
+  cr_outcap_init(&out, (size_t)s->o.output_limit);
+  cr_outcap_init(&errc, (size_t)s->o.output_limit);
+  cr_ws_list before = {0};
+  cr_err e2 = {0};
+  if (s->sb.ws_fd >= 0)
+    cr_ws_scan(s->sb.ws_fd, &before, &e2);
+  cr_sb_stats st0;
+  cr_sb_sample(&s->sb, &st0, true);
+  double cpu0 = driver_cpu_ms(s);
+  double t0 = now_s();
+  int tfd = s->timer_fd;
+  uint64_t stale;
+  while (read(tfd, &stale, sizeof stale) > 0)
+    ;
+  arm(tfd, limit);
+
+  uint64_t id = ++s->next_id;
+  json_t *error_ev = NULL;
+  const char *done_status = NULL;
+  int bash_exit = -1;
+  bool done = false, died = false, timed_out = false, interrupted = false, flooded = false,
+       sent_int = false, killed = false, ev_eof = false, out_eof = false, err_eof = false;
+  int died_status = 0;
+
+  if (send_request(s, "execute", id, code, len) < 0) {
+    died = true; /* the driver's request pipe is closed: it is gone */
+  }
+  while (!done && !died) {
+    struct pollfd pf[6] = {
+        {.fd = out_eof ? -1 : s->out_r, .events = POLLIN},
+        {.fd = err_eof ? -1 : s->err_r, .events = POLLIN},
+        {.fd = ev_eof ? -1 : s->ev_r, .events = POLLIN}, {.fd = s->sb.ctl_fd, .events = POLLIN},
+        {.fd = tfd, .events = POLLIN},      {.fd = s->wake_fd, .events = POLLIN},
+    };
+    if (poll(pf, 6, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      break;
+    }
+    bool over = false;
+    if (pf[0].revents)
+      drain_stream(s->out_r, &out, 1, sink, &over, s->o.output_max, &out_eof);
+    if (pf[1].revents)
+      drain_stream(s->err_r, &errc, 2, sink, &over, s->o.output_max, &err_eof);
+    if (pf[2].revents) {
+      json_t *ev = NULL;
+      int r;
+      while ((r = next_event(s, &ev, &ev_eof)) == 1) {
+        const char *t = json_string_value(json_object_get(ev, "type"));
+        json_int_t eid = json_integer_value(json_object_get(ev, "id"));
+        if (t && (uint64_t)eid == id) {
+          if (strcmp(t, "display") == 0 || strcmp(t, "result") == 0) {
+            add_rich(res, json_object_get(ev, "mime"), strcmp(t, "result") == 0);
+          } else if (strcmp(t, "error") == 0) {
+            json_decref(error_ev);
+            json_incref(ev);
+            error_ev = ev;
+          } else if (strcmp(t, "done") == 0) {
+            const char *st = json_string_value(json_object_get(ev, "status"));
+            done_status = st && strcmp(st, "ok") == 0            ? "ok"
+                          : st && strcmp(st, "interrupted") == 0 ? "interrupted"
+                                                                  : "error";
+            json_t *ec = json_object_get(ev, "exit_code");
+            if (json_is_integer(ec))
+              bash_exit = (int)json_integer_value(ec);
+            done = true;
+          }
+        }
+        json_decref(ev);
+      }
+      if (r < 0 && !killed) {
+        /* A malformed frame: the driver cannot be trusted to go on. */
+        cr_sb_signal(&s->sb, SIGKILL, &e2);
+        killed = true;
+      }
+    }
+    if (pf[3].revents) {
+      cr_ctl_msg m;
+      int r = cr_sb_read_ctl(&s->sb, &m, &e2);
+      if (r == 1 && m.type == CR_CTL_EXIT) {
+        died = true;
+        died_status = m.status;
+      } else if (r == 0) {
+        died = true;
+        s->broken = true;
+      }
+    }
+    if (over && !flooded) {
+      flooded = true;
+      if (!sent_int) {
+        cr_sb_signal(&s->sb, SIGINT, &e2);
+        sent_int = true;
+        arm(tfd, s->o.grace_s);
+      }
+    }
+    if (pf[5].revents && atomic_exchange(&s->interrupt_req, false)) {
+      while (read(s->wake_fd, &drop, sizeof drop) > 0)
+        ;
+      interrupted = true;
+      if (!sent_int) {
+        cr_sb_signal(&s->sb, SIGINT, &e2);
+        sent_int = true;
+        arm(tfd, s->o.grace_s);
+      }
+    }
+    if (pf[4].revents) {
+      uint64_t x;
+      while (read(tfd, &x, sizeof x) > 0)
+        ;
+      if (!sent_int) {
+        /* The cell's time is up: interrupt it, and give the driver a grace
+         * period to stop and keep its state. */
+        timed_out = true;
+        cr_sb_signal(&s->sb, SIGINT, &e2);
+        sent_int = true;
+        arm(tfd, s->o.grace_s);
+      } else if (!killed) {
+        /* It did not stop (a C extension ignoring KeyboardInterrupt, a
+         * blocked syscall): kill it; a fresh driver replaces it. */
+        cr_sb_signal(&s->sb, SIGKILL, &e2);
+        killed = true;
+        arm(tfd, 5);
+      } else {
+        /* Not even SIGKILL produced an exit: the sandbox is unusable. */
+        died = true;
+        s->broken = true;
+      }
+    }
+  }
+  /* Everything the cell printed before "done" is in the pipes now. */
+  bool over = false;
+  drain_stream(s->out_r, &out, 1, sink, &over, UINT64_MAX, NULL);
+  drain_stream(s->err_r, &errc, 2, sink, &over, UINT64_MAX, NULL);
+
+  res->duration_ms = (now_s() - t0) * 1000;
+  cr_sb_stats st1;
+  cr_sb_sample(&s->sb, &st1, false);
+  res->memory_peak_bytes = st1.memory_peak_bytes;
+  /* The OOM counter only grows: this cell's kills are the difference. */
+  bool oom = st1.oom_kills > st0.oom_kills;
+  double cpu1 = died ? cpu0 : driver_cpu_ms(s);
+  res->cpu_ms = cpu1 > cpu0 ? cpu1 - cpu0 : 0;
+
+  res->out = cr_outcap_render(&out, &res->out_len);
+  res->err = cr_outcap_render(&errc, &res->err_len);
+  res->out_truncated = cr_outcap_truncated(&out);
+  res->err_truncated = cr_outcap_truncated(&errc);
+  res->out_dropped = cr_outcap_dropped(&out);
+  res->err_dropped = cr_outcap_dropped(&errc);
+
+  char detail[256];
+  if (died) {
+    s->driver_alive = false;
+    if (WIFSIGNALED(died_status))
+      res->signal = WTERMSIG(died_status);
+    else if (WIFEXITED(died_status)) {
+      res->exited = true;
+      res->exit_code = WEXITSTATUS(died_status);
+    }
+    const char *lost = "The interpreter was restarted: variables and imports are gone, files in "
+                       "/workspace are kept.";
+    if (s->broken) {
+      res->status = CR_ST_SANDBOX;
+      set_limit_error(res, CR_CAT_SANDBOX, "the session's sandbox ended", NULL);
+    } else if (oom) {
+      res->status = CR_ST_MEMORY;
+      snprintf(detail, sizeof detail, "the session used more than its memory limit of %llu MiB",
+               (unsigned long long)(s->o.memory_bytes >> 20));
+      set_limit_error(res, CR_CAT_MEMORY, detail, lost);
+    } else if (timed_out || killed) {
+      res->status = timed_out ? CR_ST_TIMEOUT : flooded ? CR_ST_OUTPUT : CR_ST_INTERRUPTED;
+      snprintf(detail, sizeof detail,
+               "the cell ran past its time limit of %g s and did not stop when interrupted",
+               limit);
+      if (timed_out)
+        set_limit_error(res, CR_CAT_TIMEOUT, detail, lost);
+      else if (flooded)
+        set_limit_error(res, CR_CAT_OUTPUT, "the cell's output exceeded the maximum", lost);
+    } else {
+      res->status = CR_ST_ERROR;
+      cr_error_info_free(&res->error);
+      res->error = (cr_error_info){
+          .category = CR_CAT_RUNTIME,
+          .name = strdup("InterpreterExited"),
+          .message = strdup(res->exited ? "the interpreter exited during the cell"
+                                        : "the interpreter was killed by a signal"),
+          .retryable = true,
+          .hint = strdup(lost),
+      };
+      res->has_error = true;
+    }
+    /* A fresh driver for the next cell, now, so that the session stays
+     * usable; if that fails the next execute tries again. */
+    if (!s->broken) {
+      cr_err e3;
+      driver_start(s, &e3);
+    }
+  } else if (timed_out) {
+    res->status = CR_ST_TIMEOUT;
+    snprintf(detail, sizeof detail, "the cell ran longer than its time limit of %g s", limit);
+    set_limit_error(res, CR_CAT_TIMEOUT, detail,
+                    "The cell was interrupted; the session and its variables are kept.");
+  } else if (flooded) {
+    res->status = CR_ST_OUTPUT;
+    set_limit_error(res, CR_CAT_OUTPUT, "the cell's output exceeded the maximum; it was stopped",
+                    NULL);
+  } else if (interrupted && done_status && strcmp(done_status, "ok") != 0) {
+    res->status = CR_ST_INTERRUPTED;
+  } else if (done_status && strcmp(done_status, "ok") == 0) {
+    res->status = CR_ST_OK;
+    res->exited = true;
+    res->exit_code = 0;
+  } else {
+    res->status = CR_ST_ERROR;
+    res->exited = true;
+    res->exit_code = bash_exit >= 0 ? bash_exit : 1;
+    /* Classify from the traceback the driver sent, else from stderr. */
+    cr_buf tb = {0};
+    if (error_ev) {
+      const char *t = json_string_value(json_object_get(error_ev, "traceback"));
+      const char *name = json_string_value(json_object_get(error_ev, "name"));
+      const char *value = json_string_value(json_object_get(error_ev, "value"));
+      if (t && *t)
+        cr_buf_append(&tb, t, strlen(t));
+      else if (name)
+        cr_buf_appendf(&tb, "%s%s%s\n", name, value && *value ? ": " : "", value ? value : "");
+    }
+    char *tail = NULL;
+    size_t tl = 0;
+    if (!tb.len)
+      tail = cr_outcap_tail(&errc, &tl);
+    char *inv = cr_inventory_packages(s->rt->name);
+    cr_classify_input in = {.language = s->rt->name,
+                            .err_text = tb.len ? tb.data : tail,
+                            .err_len = tb.len ? tb.len : tl,
+                            .exit_code = res->exit_code,
+                            .installed = inv};
+    if (cr_classify(&in, &res->error) == 0) {
+      res->has_error = true;
+      if (res->error.category == CR_CAT_MEMORY)
+        res->status = CR_ST_MEMORY;
+    }
+    free(inv);
+    free(tail);
+    cr_buf_free(&tb);
+  }
+
+  if (s->sb.ws_fd >= 0) {
+    cr_ws_list after = {0};
+    if (cr_ws_scan(s->sb.ws_fd, &after, &e2) == 0)
+      cr_ws_diff(&before, &after, res);
+    cr_ws_list_free(&after);
+  }
+  json_decref(error_ev);
+  cr_ws_list_free(&before);
+  cr_outcap_free(&out);
+  cr_outcap_free(&errc);
+  struct itimerspec off = {0};
+  timerfd_settime(tfd, 0, &off, NULL);
+  if (!res->out)
+    res->out = calloc(1, 1);
+  if (!res->err)
+    res->err = calloc(1, 1);
+  end_turn(s);
+  return rc;
+}
+
+int cr_session_restart(cr_session *s, cr_err *err) {
+  take_turn(s);
+  int rc = 0;
+  if (s->broken) {
+    rc = cr_fail(err, 0, "the session's sandbox is gone: close it and open a new one");
+  } else {
+    if (s->driver_alive) {
+      cr_err e2;
+      cr_sb_signal(&s->sb, SIGKILL, &e2);
+      /* Wait for the driver's exit before starting the next one. */
+      double deadline = now_s() + 5;
+      while (now_s() < deadline) {
+        struct pollfd pf = {.fd = s->sb.ctl_fd, .events = POLLIN};
+        if (poll(&pf, 1, 100) <= 0)
+          continue;
+        cr_ctl_msg m;
+        int r = cr_sb_read_ctl(&s->sb, &m, &e2);
+        if (r == 1 && m.type == CR_CTL_EXIT)
+          break;
+        if (r == 0) {
+          s->broken = true;
+          break;
+        }
+      }
+      s->driver_alive = false;
+    }
+    if (s->broken)
+      rc = cr_fail(err, 0, "the session's sandbox ended during the restart");
+    else
+      rc = driver_start(s, err);
+  }
+  end_turn(s);
+  return rc;
+}

@@ -1,0 +1,112 @@
+/* Stateful sessions: a long-lived sandbox (the same walls and limits as a
+ * one-shot run) running a language driver, where variables, files and
+ * imported modules persist between executions. The HTTP, MCP and agent
+ * front ends are thin adapters over this API; so is `corral session`.
+ *
+ *   cr_session_opts o; cr_session_opts_init(&o); o.language = "python";
+ *   cr_session *s; cr_session_open(&o, &s, &err);
+ *   cr_session_execute(s, "x = 6*7", 7, 0, NULL, &res, &err);   -> cr_result
+ *   cr_session_execute(s, "x", 1, 0, NULL, &res, &err);          -> results[0] text/plain "42"
+ *   cr_session_close(s);                                         nothing left on the host
+ *
+ * Executions on one session run one at a time, in the order they were
+ * called (a FIFO ticket lock): callers from several threads queue, they are
+ * never refused. Different sessions run in parallel. cr_session_interrupt
+ * may be called from any thread while an execution runs.
+ *
+ * The manager (cr_session_mgr) adds ids, a server-wide maximum, idle TTLs,
+ * a lifetime cap and a reaper thread. */
+#ifndef CORRAL_SESSION_H
+#define CORRAL_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "exec/exec.h"
+#include "exec/result.h"
+#include "util/err.h"
+
+typedef struct cr_session cr_session;
+
+typedef struct cr_session_opts {
+  const char *language;       /* "python" (default), "node", "bash" or an alias */
+  double timeout_s;           /* per-execution wall clock, default 30 */
+  double grace_s;             /* after an interrupt, how long the driver has to stop (default 2) */
+  uint64_t memory_bytes;      /* whole sandbox, default 256 MiB */
+  uint32_t pids;              /* default 128 */
+  uint64_t disk_bytes;        /* /workspace and /tmp, each; default 256 MiB */
+  uint64_t output_limit;      /* bytes kept per stream per execution, default 1 MiB */
+  uint64_t output_max;        /* bytes a stream may write in one execution, default 64 MiB */
+  size_t max_code_bytes;      /* default 1 MiB */
+  const char *const *env;     /* "KEY=VALUE" added to the sandbox's environment */
+} cr_session_opts;
+
+void cr_session_opts_init(cr_session_opts *o);
+
+/* Starts the sandbox and the driver and waits until the driver is ready.
+ * Invalid options: -1 with a message, nothing started. */
+int cr_session_open(const cr_session_opts *o, cr_session **out, cr_err *err);
+
+/* Runs one cell. timeout_s 0 = the session's default (it may only be
+ * lowered, never raised above the session's). Returns -1 only for bad input
+ * (empty or oversized code, closed session): the message says what to do.
+ * Everything else is a result: ok, error (with the traceback classified),
+ * timeout (the cell was interrupted and the state kept, or, when the driver
+ * did not stop within the grace period, the driver was restarted and the
+ * hint says the variables are gone), memory_limit (the driver was killed and
+ * restarted: state lost, files kept), output_limit, interrupted. */
+int cr_session_execute(cr_session *s, const char *code, size_t len, double timeout_s,
+                       const cr_sink *sink, cr_result *res, cr_err *err);
+
+/* Interrupts the running execution, if any (its result: status
+ * interrupted, state kept). Returns true when there was one. */
+bool cr_session_interrupt(cr_session *s);
+
+/* A fresh interpreter; files in /workspace are kept. Waits for the running
+ * execution, if any, to end first. */
+int cr_session_restart(cr_session *s, cr_err *err);
+
+/* Ends everything: driver, sandbox, cgroups, fds. NULL is fine. Must not be
+ * called while another thread uses the session (the manager guarantees it). */
+void cr_session_close(cr_session *s);
+
+const char *cr_session_language(const cr_session *s);
+/* How many times the driver was (re)started; 1 after open. */
+unsigned cr_session_generation(const cr_session *s);
+/* The /workspace directory fd of the session (file APIs use it with
+ * one-component, O_NOFOLLOW opens; see exec/workspace.h). */
+int cr_session_workspace_fd(const cr_session *s);
+
+/* ---- the manager ------------------------------------------------------ */
+
+typedef struct cr_session_mgr cr_session_mgr;
+
+typedef struct cr_mgr_opts {
+  size_t max_sessions;        /* default 64 */
+  double default_ttl_s;       /* idle time before a session is closed, default 600 */
+  double max_lifetime_s;      /* absolute cap, default 86400 */
+  double reap_interval_s;     /* how often the reaper looks, default 1 */
+} cr_mgr_opts;
+
+void cr_mgr_opts_init(cr_mgr_opts *o);
+int cr_mgr_new(const cr_mgr_opts *o, cr_session_mgr **out, cr_err *err);
+/* Closes every session and stops the reaper. */
+void cr_mgr_free(cr_session_mgr *m);
+
+/* ttl_s 0 = the manager's default. id receives a printable id ("s-..."). */
+int cr_mgr_open(cr_session_mgr *m, const cr_session_opts *o, double ttl_s, char id[40],
+                cr_err *err);
+/* Borrows a session: it stays open until cr_mgr_release, even if it expires
+ * or is closed meanwhile (it is closed at release). NULL with a message for
+ * an unknown or closed id. */
+cr_session *cr_mgr_get(cr_session_mgr *m, const char *id, cr_err *err);
+void cr_mgr_release(cr_session_mgr *m, cr_session *s);
+/* Closes a session (now, or when its last borrower releases it). */
+int cr_mgr_close(cr_session_mgr *m, const char *id, cr_err *err);
+size_t cr_mgr_count(cr_session_mgr *m);
+/* Closes expired sessions now (the reaper calls it); returns how many. */
+size_t cr_mgr_reap(cr_session_mgr *m);
+
+#endif

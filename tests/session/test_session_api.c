@@ -1,0 +1,250 @@
+/* The session C API end to end, with real sandboxes (run as root, inside
+ * the test fence; the pytest suite calls this binary): state across cells,
+ * FIFO order from several threads, the manager's maximum, idle TTL expiry
+ * and a lifetime of 50 sessions that must leave nothing behind: no process,
+ * no cgroup, no fd. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session/session.h"
+
+static int count_fds(void) {
+  int n = 0;
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    if (e->d_name[0] != '.')
+      n++;
+  closedir(d);
+  return n - 1; /* the DIR's own fd */
+}
+
+/* Direct children of this process: sandboxes' PID 1s that were not reaped
+ * would show up here. */
+static int count_children(void) {
+  char p[64], buf[4096];
+  snprintf(p, sizeof p, "/proc/self/task/%d/children", (int)getpid());
+  FILE *f = fopen(p, "r");
+  if (!f)
+    return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  int c = 0;
+  for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n"))
+    c++;
+  return c;
+}
+
+/* corral-<ourpid>-* cgroup directories still present anywhere. */
+static int count_cgroups(void) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd,
+           "find /sys/fs/cgroup -maxdepth 6 -type d -name 'corral-%d-*' 2>/dev/null | wc -l",
+           (int)getpid());
+  FILE *f = popen(cmd, "r");
+  int n = -1;
+  if (f) {
+    if (fscanf(f, "%d", &n) != 1)
+      n = -1;
+    pclose(f);
+  }
+  return n;
+}
+
+static const char *main_text(const cr_result *r) {
+  for (size_t i = 0; i < r->nresults; i++)
+    if (r->results[i].main)
+      return json_string_value(json_object_get(r->results[i].mime, "text/plain"));
+  return NULL;
+}
+
+static void run(cr_session *s, const char *code, cr_result *r) {
+  cr_err err = {0};
+  if (cr_session_execute(s, code, strlen(code), 0, NULL, r, &err) < 0)
+    fail_msg("execute failed: %s", err.msg);
+}
+
+static void test_state_and_errors(void **state) {
+  (void)state;
+  cr_session_opts o;
+  cr_session_opts_init(&o);
+  cr_session *s;
+  cr_err err = {0};
+  assert_int_equal(cr_session_open(&o, &s, &err), 0);
+  cr_result r;
+  run(s, "x = 1", &r);
+  assert_int_equal(r.status, CR_ST_OK);
+  cr_result_free(&r);
+  run(s, "x + 1", &r);
+  assert_int_equal(r.status, CR_ST_OK);
+  assert_non_null(main_text(&r));
+  assert_string_equal(main_text(&r), "2");
+  cr_result_free(&r);
+  run(s, "undefined_name + 1", &r);
+  assert_int_equal(r.status, CR_ST_ERROR);
+  assert_true(r.has_error);
+  assert_string_equal(r.error.name, "NameError");
+  cr_result_free(&r);
+  run(s, "x * 10", &r);
+  assert_string_equal(main_text(&r), "10");
+  cr_result_free(&r);
+
+  /* bad input changes nothing */
+  assert_int_equal(cr_session_execute(s, "", 0, 0, NULL, &r, &err), -1);
+  assert_non_null(strstr(err.msg, "empty code"));
+  cr_result_free(&r);
+  char *big = malloc((2u << 20) + 1);
+  memset(big, '#', 2u << 20);
+  big[2u << 20] = '\0';
+  assert_int_equal(cr_session_execute(s, big, 2u << 20, 0, NULL, &r, &err), -1);
+  assert_non_null(strstr(err.msg, "at most"));
+  free(big);
+  cr_result_free(&r);
+  run(s, "x", &r);
+  assert_string_equal(main_text(&r), "1");
+  cr_result_free(&r);
+  cr_session_close(s);
+
+  o.language = "cobol";
+  assert_int_equal(cr_session_open(&o, &s, &err), -1);
+  assert_non_null(strstr(err.msg, "unknown language 'cobol'"));
+}
+
+typedef struct order_arg {
+  cr_session *s;
+  int k;
+} order_arg;
+
+static void *append_k(void *p) {
+  order_arg *a = p;
+  char code[64];
+  snprintf(code, sizeof code, "log.append(%d)", a->k);
+  cr_result r;
+  cr_err err;
+  cr_session_execute(a->s, code, strlen(code), 0, NULL, &r, &err);
+  cr_result_free(&r);
+  return NULL;
+}
+
+/* Executions from several threads queue and all run; none is refused. */
+static void test_concurrent_executions_queue(void **state) {
+  (void)state;
+  cr_session_opts o;
+  cr_session_opts_init(&o);
+  cr_session *s;
+  cr_err err = {0};
+  assert_int_equal(cr_session_open(&o, &s, &err), 0);
+  cr_result r;
+  run(s, "log = []", &r);
+  cr_result_free(&r);
+  pthread_t th[8];
+  order_arg args[8];
+  for (int i = 0; i < 8; i++) {
+    args[i] = (order_arg){s, i};
+    pthread_create(&th[i], NULL, append_k, &args[i]);
+  }
+  for (int i = 0; i < 8; i++)
+    pthread_join(th[i], NULL);
+  run(s, "sorted(log)", &r);
+  assert_string_equal(main_text(&r), "[0, 1, 2, 3, 4, 5, 6, 7]");
+  cr_result_free(&r);
+  cr_session_close(s);
+}
+
+static void test_manager_ttl_and_max(void **state) {
+  (void)state;
+  int fds0 = count_fds(), kids0 = count_children();
+  cr_mgr_opts mo;
+  cr_mgr_opts_init(&mo);
+  mo.max_sessions = 2;
+  mo.reap_interval_s = 0.2;
+  cr_session_mgr *m;
+  cr_err err = {0};
+  assert_int_equal(cr_mgr_new(&mo, &m, &err), 0);
+  cr_session_opts o;
+  cr_session_opts_init(&o);
+  o.language = "bash";
+  char id1[40], id2[40], id3[40];
+  if (cr_mgr_open(m, &o, 1.0, id1, &err) < 0)
+    fail_msg("open: %s", err.msg);
+  assert_int_equal(cr_mgr_open(m, &o, 60, id2, &err), 0);
+  assert_int_equal(cr_mgr_open(m, &o, 60, id3, &err), -1);
+  assert_non_null(strstr(err.msg, "maximum"));
+  assert_int_equal(cr_mgr_count(m), 2);
+  assert_int_equal(count_children(), kids0 + 2);
+
+  /* id1 expires after 1 s idle; the reaper closes it. */
+  usleep(2500 * 1000);
+  assert_int_equal(cr_mgr_count(m), 1);
+  assert_null(cr_mgr_get(m, id1, &err));
+  assert_non_null(strstr(err.msg, "no open session"));
+  assert_int_equal(count_children(), kids0 + 1);
+
+  cr_session *s = cr_mgr_get(m, id2, &err);
+  assert_non_null(s);
+  cr_result r;
+  run(s, "echo hi", &r);
+  assert_int_equal(r.status, CR_ST_OK);
+  assert_memory_equal(r.out, "hi\n", 3);
+  cr_result_free(&r);
+  /* closed while borrowed: closed at release */
+  assert_int_equal(cr_mgr_close(m, id2, &err), 0);
+  cr_mgr_release(m, s);
+  assert_int_equal(cr_mgr_count(m), 0);
+  assert_int_equal(cr_mgr_close(m, id2, &err), -1);
+  cr_mgr_free(m);
+  assert_int_equal(count_children(), kids0);
+  assert_int_equal(count_fds(), fds0);
+  assert_int_equal(count_cgroups(), 0);
+}
+
+static void test_fifty_sessions_leave_nothing(void **state) {
+  (void)state;
+  int fds0 = count_fds(), kids0 = count_children();
+  cr_mgr_opts mo;
+  cr_mgr_opts_init(&mo);
+  cr_session_mgr *m;
+  cr_err err = {0};
+  assert_int_equal(cr_mgr_new(&mo, &m, &err), 0);
+  cr_session_opts o;
+  cr_session_opts_init(&o);
+  o.language = "bash";
+  char ids[50][40];
+  for (int i = 0; i < 50; i++)
+    if (cr_mgr_open(m, &o, 0, ids[i], &err) < 0)
+      fail_msg("session %d: %s", i, err.msg);
+  assert_int_equal(cr_mgr_count(m), 50);
+  assert_int_equal(count_children(), kids0 + 50);
+  for (int i = 0; i < 50; i++)
+    assert_int_equal(cr_mgr_close(m, ids[i], &err), 0);
+  assert_int_equal(cr_mgr_count(m), 0);
+  cr_mgr_free(m);
+  assert_int_equal(count_children(), kids0);
+  assert_int_equal(count_fds(), fds0);
+  assert_int_equal(count_cgroups(), 0);
+}
+
+int main(void) {
+  if (geteuid() != 0) {
+    fprintf(stderr, "test_session_api needs root (it creates sandboxes with cgroups)\n");
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_state_and_errors),
+      cmocka_unit_test(test_concurrent_executions_queue),
+      cmocka_unit_test(test_manager_ttl_and_max),
+      cmocka_unit_test(test_fifty_sessions_leave_nothing),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
