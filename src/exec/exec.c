@@ -21,6 +21,7 @@
 #include "exec/expect.h"
 #include "exec/outcap.h"
 #include "exec/workspace.h"
+#include "runtime/env.h"
 #include "runtime/inventory.h"
 #include "runtime/runtime.h"
 #include "sandbox/sandbox.h"
@@ -106,47 +107,6 @@ static int validate(const cr_exec_spec *s, const cr_runtime **rt, cr_err *err) {
                      "digits and '_'",
                      *e);
   return 0;
-}
-
-/* PATH, HOME, LANG and a few variables that make runtimes behave in a
- * sandbox (matplotlib without a display, no .pyc files in the listing),
- * then the caller's. Never the host's. */
-static const char *const base_env[] = {
-    "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp",
-    "USER=sandbox", "MPLBACKEND=Agg", "PYTHONDONTWRITEBYTECODE=1", NULL,
-};
-
-static const char **build_env(const char *const *extra) {
-  size_t n = 0, m = 0;
-  for (const char *const *e = base_env; *e; e++)
-    n++;
-  for (const char *const *e = extra; e && *e; e++)
-    m++;
-  const char **env = calloc(n + m + 1, sizeof *env);
-  if (!env)
-    return NULL;
-  size_t k = 0;
-  for (const char *const *e = base_env; *e; e++) {
-    size_t kl = (size_t)(strchr(*e, '=') - *e);
-    bool overridden = false;
-    for (const char *const *x = extra; x && *x; x++)
-      if (strncmp(*x, *e, kl + 1) == 0)
-        overridden = true;
-    if (!overridden)
-      env[k++] = *e;
-  }
-  for (const char *const *x = extra; x && *x; x++) {
-    /* the last of duplicate keys wins */
-    size_t kl = (size_t)(strchr(*x, '=') - *x);
-    bool later = false;
-    for (const char *const *y = x + 1; *y; y++)
-      if (strncmp(*x, *y, kl + 1) == 0)
-        later = true;
-    if (!later)
-      env[k++] = *x;
-  }
-  env[k] = NULL;
-  return env;
 }
 
 static double ms_since(const struct timespec *t0) {
@@ -235,7 +195,7 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
   clock_gettime(CLOCK_REALTIME, &t0);
   cr_ws_list before = {0};
   cr_sb_file *files = calloc(spec->nfiles + 1, sizeof *files);
-  const char **env = build_env(spec->env);
+  char **env = cr_env_build(spec->env, false);
   stream out = {.fd = -1}, errs = {.fd = -1};
   int outp[2] = {-1, -1}, errp[2] = {-1, -1};
   int stdin_fd = -1, timer = -1;
@@ -318,7 +278,7 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
 
   cr_sb_config cfg = {
       .argv = argv,
-      .envp = env,
+      .envp = (const char *const *)env,
       .stdin_fd = stdin_fd,
       .stdout_fd = outp[1],
       .stderr_fd = errp[1],
@@ -567,7 +527,7 @@ done:
   cr_outcap_free(&errs.cap);
   cr_ws_list_free(&before);
   free(files);
-  free(env);
+  cr_env_free(env);
   if (!res->out)
     res->out = calloc(1, 1);
   if (!res->err)

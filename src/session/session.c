@@ -21,6 +21,7 @@
 
 #include "exec/outcap.h"
 #include "exec/workspace.h"
+#include "runtime/env.h"
 #include "runtime/inventory.h"
 #include "runtime/runtime.h"
 #include "sandbox/sandbox.h"
@@ -342,47 +343,6 @@ out:
 
 /* ---- open / close ------------------------------------------------------ */
 
-static const char *const base_env[] = {
-    "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp",
-    "USER=sandbox", "PYTHONDONTWRITEBYTECODE=1", "CORRAL_SESSION=1", NULL,
-};
-
-static char **build_env(const char *const *extra) {
-  size_t n = 0;
-  for (const char *const *e = base_env; *e; e++)
-    n++;
-  for (const char *const *e = extra; e && *e; e++)
-    n++;
-  char **env = calloc(n + 1, sizeof *env);
-  if (!env)
-    return NULL;
-  size_t k = 0;
-  for (const char *const *e = base_env; *e; e++) {
-    size_t kl = (size_t)(strchr(*e, '=') - *e);
-    bool overridden = false;
-    for (const char *const *x = extra; x && *x; x++)
-      if (strncmp(*x, *e, kl + 1) == 0)
-        overridden = true;
-    if (!overridden && !(env[k++] = strdup(*e)))
-      goto oom;
-  }
-  for (const char *const *x = extra; x && *x; x++)
-    if (!(env[k++] = strdup(*x)))
-      goto oom;
-  return env;
-oom:
-  for (size_t i = 0; i < k; i++)
-    free(env[i]);
-  free(env);
-  return NULL;
-}
-
-static void free_env(char **env) {
-  for (char **e = env; e && *e; e++)
-    free(*e);
-  free(env);
-}
-
 int cr_session_open(const cr_session_opts *o, cr_session **out, cr_err *err) {
   *out = NULL;
   const cr_runtime *rt = cr_runtime_find(o->language ? o->language : "python");
@@ -423,7 +383,7 @@ int cr_session_open(const cr_session_opts *o, cr_session **out, cr_err *err) {
   pthread_cond_init(&s->cv, NULL);
   s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-  s->env = build_env(o->env);
+  s->env = cr_env_build(o->env, true);
   const cr_driver *d = cr_runtime_driver(rt);
   s->argv[0] = strdup(interp);
   size_t k = 1;
@@ -459,7 +419,7 @@ void cr_session_close(cr_session *s) {
   close_fd(&s->timer_fd);
   close_fd(&s->stat_fd);
   cr_buf_free(&s->evbuf);
-  free_env(s->env);
+  cr_env_free(s->env);
   for (size_t i = 0; i < 6 && s->argv[i]; i++)
     free(s->argv[i]);
   pthread_mutex_destroy(&s->lock);
