@@ -12,7 +12,7 @@ PYTHON    ?= /usr/bin/python3
 # runs (python3 with the analysis libraries, node, bash), and what the tests
 # and the benchmark use (pytest, bubblewrap and hyperfine as anchors).
 DEB_PACKAGES = gcc libc6-dev pkg-config meson ninja-build \
-	libseccomp-dev libjansson-dev libcmocka-dev \
+	libseccomp-dev libjansson-dev libcmocka-dev libmicrohttpd-dev \
 	python3 python3-numpy python3-pandas python3-matplotlib python3-scipy \
 	nodejs bash python3-pytest bubblewrap hyperfine
 
@@ -38,12 +38,12 @@ $(BUILD)/build.ninja:
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
-# The demo of the core issue: the seeds' example, computed in a sandbox.
+# The main job: the HTTP API on 127.0.0.1:8080 in the foreground (it prints
+# a curl line to try; Ctrl-C drains and stops it). First a one-shot run of
+# the seeds' example, so a broken host shows at once.
 run: build
-	@echo '$$ corral run -c "import statistics as s; d=[23,45,12,67,89,34,56]; print(s.mean(d), s.stdev(d))"'
 	@$(BUILD)/corral run -c 'import statistics as s; d = [23, 45, 12, 67, 89, 34, 56]; print("mean", s.mean(d), "stdev", round(s.stdev(d), 4))'
-	@echo '$$ corral run --json --lang node -c "console.log(6*7)"'
-	@$(BUILD)/corral run --json --lang node -c 'console.log(6*7)'
+	$(BUILD)/corral serve --listen 127.0.0.1:8080
 
 test: build unit integration asan
 

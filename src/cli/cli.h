@@ -39,5 +39,6 @@ int cr_cli_parse_run(int argc, char **argv, cr_run_opts *o, cr_err *err);
 int cr_cli_run(int argc, char **argv);
 int cr_cli_doctor(int argc, char **argv);
 int cr_cli_session(int argc, char **argv);
+int cr_cli_serve(int argc, char **argv);
 
 #endif

@@ -277,7 +277,8 @@ int cr_cli_run(int argc, char **argv) {
     json_t *j = cr_result_to_json(&res);
     if (!j)
       goto oom;
-    json_dumpf(j, stdout, JSON_ENSURE_ASCII * 0 | (isatty(1) ? JSON_INDENT(2) : JSON_COMPACT));
+    json_dumpf(j, stdout,
+               JSON_REAL_PRECISION(10) | (isatty(1) ? JSON_INDENT(2) : JSON_COMPACT));
     fputc('\n', stdout);
     json_decref(j);
   } else {

@@ -66,6 +66,9 @@ void cr_exec_spec_init(cr_exec_spec *spec);
 typedef struct cr_sink {
   void *ctx;
   void (*on_output)(void *ctx, int stream, const char *data, size_t len);
+  /* A rich output as it is produced (sessions): the MIME bundle (borrowed)
+   * and whether it is the cell's main result. */
+  void (*on_display)(void *ctx, json_t *mime, bool main);
 } cr_sink;
 
 int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr_err *err);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int cr_ws_list_add(cr_ws_list *l, const char *path, uint64_t size, struct timespec mtime) {
@@ -137,7 +138,15 @@ int cr_ws_diff(const cr_ws_list *before, const cr_ws_list *after, cr_result *res
  * component at a time without following symlinks. For the output side
  * (create true) missing directories are made. Returns an fd of the parent
  * directory and sets *leaf to the last component. */
+static int walk_parent_owned(int dir, const char *path, bool create, const char **leaf, uid_t uid,
+                             gid_t gid);
+
 static int walk_parent(int dir, const char *path, bool create, const char **leaf) {
+  return walk_parent_owned(dir, path, create, leaf, (uid_t)-1, (gid_t)-1);
+}
+
+static int walk_parent_owned(int dir, const char *path, bool create, const char **leaf, uid_t uid,
+                             gid_t gid) {
   int cur = dup(dir);
   if (cur < 0)
     return -errno;
@@ -156,10 +165,15 @@ static int walk_parent(int dir, const char *path, bool create, const char **leaf
     }
     memcpy(comp, s, n);
     comp[n] = '\0';
-    if (create && mkdirat(cur, comp, 0755) < 0 && errno != EEXIST) {
-      int e = errno;
-      close(cur);
-      return -e;
+    if (create) {
+      if (mkdirat(cur, comp, 0755) == 0) {
+        if (uid != (uid_t)-1)
+          fchownat(cur, comp, uid, gid, AT_SYMLINK_NOFOLLOW);
+      } else if (errno != EEXIST) {
+        int e = errno;
+        close(cur);
+        return -e;
+      }
     }
     int next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int e = errno;
@@ -235,4 +249,48 @@ int cr_ws_copy_out(int ws_fd, const cr_result *res, const char *out_dir, cr_err 
   }
   close(od);
   return rc;
+}
+
+int cr_ws_open(int ws_fd, const char *path, int flags, mode_t mode, uid_t uid, gid_t gid) {
+  const char *leaf;
+  bool create = (flags & O_CREAT) != 0;
+  /* New files and directories are made as the sandbox's user: the
+   * workspace's filesystem belongs to the sandbox's user namespace, where
+   * our own uid (root) is not mapped (the kernel refuses with EOVERFLOW),
+   * and the program must own what it is given. setfsuid is per thread, and
+   * moving away from 0 also drops the file capabilities for the duration:
+   * the supervisor writes with exactly the sandbox user's rights. */
+  uid_t old_uid = (uid_t)-1;
+  gid_t old_gid = (gid_t)-1;
+  if (create && uid != (uid_t)-1) {
+    old_gid = (gid_t)syscall(SYS_setfsgid, gid);
+    old_uid = (uid_t)syscall(SYS_setfsuid, uid);
+  }
+  int d = walk_parent_owned(ws_fd, path, create, &leaf, (uid_t)-1, (gid_t)-1);
+  int fd = -1, e = 0;
+  if (d >= 0) {
+    fd = openat(d, leaf, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+    e = errno;
+    close(d);
+  }
+  if (old_uid != (uid_t)-1) {
+    syscall(SYS_setfsuid, old_uid);
+    syscall(SYS_setfsgid, old_gid);
+  }
+  if (d < 0)
+    return d;
+  return fd < 0 ? -e : fd;
+}
+
+int cr_ws_remove(int ws_fd, const char *path) {
+  const char *leaf;
+  int d = walk_parent(ws_fd, path, false, &leaf);
+  if (d < 0)
+    return d;
+  int rc = unlinkat(d, leaf, 0);
+  if (rc < 0 && errno == EISDIR)
+    rc = unlinkat(d, leaf, AT_REMOVEDIR);
+  int e = errno;
+  close(d);
+  return rc < 0 ? -e : 0;
 }

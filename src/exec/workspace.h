@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "exec/result.h"
@@ -41,5 +42,14 @@ int cr_ws_diff(const cr_ws_list *before, const cr_ws_list *after, cr_result *res
 /* Copies res->files that were created or modified from ws_fd into out_dir
  * (created if missing). */
 int cr_ws_copy_out(int ws_fd, const cr_result *res, const char *out_dir, cr_err *err);
+
+/* Opens path (relative, already validated with cr_sb_path_ok) under ws_fd
+ * one component at a time, never following a symlink. With O_CREAT in
+ * flags, missing parent directories are made and new files and directories
+ * get uid/gid (the sandbox's user, so the program can change them). Returns
+ * an fd or -errno (-ELOOP / -ENOTDIR when a component is a symlink). */
+int cr_ws_open(int ws_fd, const char *path, int flags, mode_t mode, uid_t uid, gid_t gid);
+/* Removes a file or an empty directory at path; -errno on failure. */
+int cr_ws_remove(int ws_fd, const char *path);
 
 #endif

@@ -111,6 +111,8 @@ typedef struct cr_sb {
   bool landlock;             /* Landlock was applied */
   int landlock_abi;
   struct timespec started;
+  uid_t out_uid;       /* the sandbox's user as the host sees it */
+  gid_t out_gid;
 } cr_sb;
 
 /* Control messages from the sandbox. */

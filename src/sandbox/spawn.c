@@ -593,6 +593,8 @@ int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
     out_gid = getegid();
   }
 
+  sb->out_uid = out_uid;
+  sb->out_gid = out_gid;
   child_args args = {.cfg = cfg, .plan = plan, .prog = prog, .host = h, .ctl = sv[1],
                      .cg_join = {cg_join[0], cg_join[1]}, .root = h->root};
   clock_gettime(CLOCK_MONOTONIC, &sb->started);

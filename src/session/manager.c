@@ -12,8 +12,11 @@
 
 typedef struct entry {
   char id[40];
+  char *owner;       /* NULL: no tenant */
   cr_session *s;
   double created, last_used, ttl;
+  double wall_created, wall_last;   /* Unix time for callers */
+  unsigned long executions;
   int refs;          /* borrowers */
   bool closing;      /* closed as soon as refs drops to 0 */
   struct entry *next;
@@ -34,6 +37,24 @@ static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static double wall_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static bool owner_ok(const entry *e, const char *owner) {
+  if (!e->owner || !owner)
+    return e->owner == NULL || owner == NULL;
+  return strcmp(e->owner, owner) == 0;
+}
+
+static void entry_free(entry *e) {
+  cr_session_close(e->s);
+  free(e->owner);
+  free(e);
 }
 
 void cr_mgr_opts_init(cr_mgr_opts *o) {
@@ -110,8 +131,7 @@ void cr_mgr_free(cr_session_mgr *m) {
   entry *e = m->head;
   while (e) {
     entry *n = e->next;
-    cr_session_close(e->s);
-    free(e);
+    entry_free(e);
     e = n;
   }
   pthread_mutex_destroy(&m->lock);
@@ -119,8 +139,8 @@ void cr_mgr_free(cr_session_mgr *m) {
   free(m);
 }
 
-int cr_mgr_open(cr_session_mgr *m, const cr_session_opts *o, double ttl_s, char id[40],
-                cr_err *err) {
+int cr_mgr_open(cr_session_mgr *m, const cr_session_opts *o, double ttl_s, const char *owner,
+                char id[40], cr_err *err) {
   if (ttl_s < 0 || ttl_s > m->o.max_lifetime_s)
     return cr_fail(err, 0, "ttl %.3g s is out of range: give 0 (the default, %g s) up to %g s",
                    ttl_s, m->o.default_ttl_s, m->o.max_lifetime_s);
@@ -154,7 +174,9 @@ int cr_mgr_open(cr_session_mgr *m, const cr_session_opts *o, double ttl_s, char 
   for (size_t i = 0; i < sizeof rnd; i++)
     p += sprintf(p, "%02x", rnd[i]);
   e->s = s;
+  e->owner = owner ? strdup(owner) : NULL;
   e->created = e->last_used = now_s();
+  e->wall_created = e->wall_last = wall_s();
   e->ttl = ttl_s > 0 ? ttl_s : m->o.default_ttl_s;
   pthread_mutex_lock(&m->lock);
   e->next = m->head;
@@ -164,12 +186,13 @@ int cr_mgr_open(cr_session_mgr *m, const cr_session_opts *o, double ttl_s, char 
   return 0;
 }
 
-cr_session *cr_mgr_get(cr_session_mgr *m, const char *id, cr_err *err) {
+cr_session *cr_mgr_get(cr_session_mgr *m, const char *id, const char *owner, cr_err *err) {
   pthread_mutex_lock(&m->lock);
   for (entry *e = m->head; e; e = e->next)
-    if (strcmp(e->id, id) == 0 && !e->closing) {
+    if (strcmp(e->id, id) == 0 && !e->closing && owner_ok(e, owner)) {
       e->refs++;
       e->last_used = now_s();
+      e->wall_last = wall_s();
       pthread_mutex_unlock(&m->lock);
       return e->s;
     }
@@ -186,12 +209,12 @@ void cr_mgr_release(cr_session_mgr *m, cr_session *s) {
     if (e->s == s) {
       e->refs--;
       e->last_used = now_s();
+      e->wall_last = wall_s();
       if (e->refs == 0 && e->closing) {
         unlink_entry(m, e);
         m->count--;
         pthread_mutex_unlock(&m->lock);
-        cr_session_close(e->s);
-        free(e);
+        entry_free(e);
         return;
       }
       break;
@@ -199,17 +222,16 @@ void cr_mgr_release(cr_session_mgr *m, cr_session *s) {
   pthread_mutex_unlock(&m->lock);
 }
 
-int cr_mgr_close(cr_session_mgr *m, const char *id, cr_err *err) {
+int cr_mgr_close(cr_session_mgr *m, const char *id, const char *owner, cr_err *err) {
   pthread_mutex_lock(&m->lock);
   for (entry *e = m->head; e; e = e->next)
-    if (strcmp(e->id, id) == 0 && !e->closing) {
+    if (strcmp(e->id, id) == 0 && !e->closing && owner_ok(e, owner)) {
       e->closing = true;
       if (e->refs == 0) {
         unlink_entry(m, e);
         m->count--;
         pthread_mutex_unlock(&m->lock);
-        cr_session_close(e->s);
-        free(e);
+        entry_free(e);
         return 0;
       }
       /* A running execution finishes first; interrupting it frees the
@@ -255,9 +277,77 @@ size_t cr_mgr_reap(cr_session_mgr *m) {
     pthread_mutex_unlock(&m->lock);
     if (!victim)
       break;
-    cr_session_close(victim->s);
-    free(victim);
+    entry_free(victim);
     closed++;
   }
   return closed;
+}
+
+static void fill_info(const entry *e, cr_session_info *i) {
+  memcpy(i->id, e->id, sizeof i->id);
+  i->language = cr_session_language(e->s);
+  i->created_at = e->wall_created;
+  i->last_activity = e->wall_last;
+  i->expires_at = e->wall_last + e->ttl;
+  i->busy = e->refs > 0;
+  i->executions = e->executions;
+}
+
+int cr_mgr_list(cr_session_mgr *m, const char *owner, cr_session_info **out, size_t *n) {
+  pthread_mutex_lock(&m->lock);
+  size_t k = 0;
+  for (entry *e = m->head; e; e = e->next)
+    if (!e->closing && owner_ok(e, owner))
+      k++;
+  cr_session_info *v = calloc(k ? k : 1, sizeof *v);
+  if (!v) {
+    pthread_mutex_unlock(&m->lock);
+    return -1;
+  }
+  size_t j = 0;
+  for (entry *e = m->head; e; e = e->next)
+    if (!e->closing && owner_ok(e, owner)) {
+      fill_info(e, &v[j]);
+      double lim = e->wall_created + m->o.max_lifetime_s;
+      if (v[j].expires_at > lim)
+        v[j].expires_at = lim;
+      j++;
+    }
+  pthread_mutex_unlock(&m->lock);
+  *out = v;
+  *n = j;
+  return 0;
+}
+
+int cr_mgr_info(cr_session_mgr *m, const char *id, const char *owner, cr_session_info *out,
+                cr_err *err) {
+  pthread_mutex_lock(&m->lock);
+  for (entry *e = m->head; e; e = e->next)
+    if (strcmp(e->id, id) == 0 && !e->closing && owner_ok(e, owner)) {
+      fill_info(e, out);
+      double lim = e->wall_created + m->o.max_lifetime_s;
+      if (out->expires_at > lim)
+        out->expires_at = lim;
+      pthread_mutex_unlock(&m->lock);
+      return 0;
+    }
+  pthread_mutex_unlock(&m->lock);
+  return cr_fail(err, ENOENT, "no open session with id '%.40s'", id);
+}
+
+void cr_mgr_touch(cr_session_mgr *m, cr_session *s) {
+  pthread_mutex_lock(&m->lock);
+  for (entry *e = m->head; e; e = e->next)
+    if (e->s == s) {
+      e->executions++;
+      break;
+    }
+  pthread_mutex_unlock(&m->lock);
+}
+
+void cr_mgr_interrupt_all(cr_session_mgr *m) {
+  pthread_mutex_lock(&m->lock);
+  for (entry *e = m->head; e; e = e->next)
+    cr_session_interrupt(e->s);
+  pthread_mutex_unlock(&m->lock);
 }

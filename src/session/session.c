@@ -430,6 +430,10 @@ void cr_session_close(cr_session *s) {
 const char *cr_session_language(const cr_session *s) { return s->rt->name; }
 unsigned cr_session_generation(const cr_session *s) { return s->generation; }
 int cr_session_workspace_fd(const cr_session *s) { return s->sb.ws_fd; }
+void cr_session_ids(const cr_session *s, uid_t *uid, gid_t *gid) {
+  *uid = s->sb.out_uid;
+  *gid = s->sb.out_gid;
+}
 
 /* ---- FIFO turn-taking ------------------------------------------------- */
 
@@ -651,7 +655,10 @@ int cr_session_execute(cr_session *s, const char *code, size_t len, double timeo
         json_int_t eid = json_integer_value(json_object_get(ev, "id"));
         if (t && (uint64_t)eid == id) {
           if (strcmp(t, "display") == 0 || strcmp(t, "result") == 0) {
-            add_rich(res, json_object_get(ev, "mime"), strcmp(t, "result") == 0);
+            bool is_main = strcmp(t, "result") == 0;
+            add_rich(res, json_object_get(ev, "mime"), is_main);
+            if (sink && sink->on_display && json_is_object(json_object_get(ev, "mime")))
+              sink->on_display(sink->ctx, json_object_get(ev, "mime"), is_main);
           } else if (strcmp(t, "error") == 0) {
             json_decref(error_ev);
             json_incref(ev);

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "exec/exec.h"
@@ -78,6 +79,8 @@ unsigned cr_session_generation(const cr_session *s);
 /* The /workspace directory fd of the session (file APIs use it with
  * one-component, O_NOFOLLOW opens; see exec/workspace.h). */
 int cr_session_workspace_fd(const cr_session *s);
+/* The sandbox user's ids as the host sees them (owner of uploaded files). */
+void cr_session_ids(const cr_session *s, uid_t *uid, gid_t *gid);
 
 /* ---- the manager ------------------------------------------------------ */
 
@@ -95,16 +98,36 @@ int cr_mgr_new(const cr_mgr_opts *o, cr_session_mgr **out, cr_err *err);
 /* Closes every session and stops the reaper. */
 void cr_mgr_free(cr_session_mgr *m);
 
-/* ttl_s 0 = the manager's default. id receives a printable id ("s-..."). */
-int cr_mgr_open(cr_session_mgr *m, const cr_session_opts *o, double ttl_s, char id[40],
-                cr_err *err);
+/* ttl_s 0 = the manager's default. id receives a printable id ("s-...").
+ * owner (may be NULL) is who may see the session: a get, list or close
+ * with another owner behaves as if the session did not exist. */
+int cr_mgr_open(cr_session_mgr *m, const cr_session_opts *o, double ttl_s, const char *owner,
+                char id[40], cr_err *err);
 /* Borrows a session: it stays open until cr_mgr_release, even if it expires
  * or is closed meanwhile (it is closed at release). NULL with a message for
- * an unknown or closed id. */
-cr_session *cr_mgr_get(cr_session_mgr *m, const char *id, cr_err *err);
+ * an unknown, closed or foreign id. */
+cr_session *cr_mgr_get(cr_session_mgr *m, const char *id, const char *owner, cr_err *err);
 void cr_mgr_release(cr_session_mgr *m, cr_session *s);
 /* Closes a session (now, or when its last borrower releases it). */
-int cr_mgr_close(cr_session_mgr *m, const char *id, cr_err *err);
+int cr_mgr_close(cr_session_mgr *m, const char *id, const char *owner, cr_err *err);
+
+typedef struct cr_session_info {
+  char id[40];
+  const char *language;
+  double created_at, expires_at, last_activity;   /* Unix time, seconds */
+  bool busy;                                      /* borrowed now */
+  unsigned long executions;
+} cr_session_info;
+
+/* The sessions of owner (all when owner is NULL); caller frees *out. */
+int cr_mgr_list(cr_session_mgr *m, const char *owner, cr_session_info **out, size_t *n);
+/* One session's info; -1 (not found) like cr_mgr_get. */
+int cr_mgr_info(cr_session_mgr *m, const char *id, const char *owner, cr_session_info *out,
+                cr_err *err);
+/* Interrupts every running execution (a draining server). */
+void cr_mgr_interrupt_all(cr_session_mgr *m);
+/* Counts an execution (for info). */
+void cr_mgr_touch(cr_session_mgr *m, cr_session *s);
 size_t cr_mgr_count(cr_session_mgr *m);
 /* Closes expired sessions now (the reaper calls it); returns how many. */
 size_t cr_mgr_reap(cr_session_mgr *m);

@@ -176,10 +176,10 @@ static void test_manager_ttl_and_max(void **state) {
   cr_session_opts_init(&o);
   o.language = "bash";
   char id1[40], id2[40], id3[40];
-  if (cr_mgr_open(m, &o, 1.0, id1, &err) < 0)
+  if (cr_mgr_open(m, &o, 1.0, NULL, id1, &err) < 0)
     fail_msg("open: %s", err.msg);
-  assert_int_equal(cr_mgr_open(m, &o, 60, id2, &err), 0);
-  assert_int_equal(cr_mgr_open(m, &o, 60, id3, &err), -1);
+  assert_int_equal(cr_mgr_open(m, &o, 60, NULL, id2, &err), 0);
+  assert_int_equal(cr_mgr_open(m, &o, 60, NULL, id3, &err), -1);
   assert_non_null(strstr(err.msg, "maximum"));
   assert_int_equal(cr_mgr_count(m), 2);
   assert_int_equal(count_children(), kids0 + 2);
@@ -187,11 +187,11 @@ static void test_manager_ttl_and_max(void **state) {
   /* id1 expires after 1 s idle; the reaper closes it. */
   usleep(2500 * 1000);
   assert_int_equal(cr_mgr_count(m), 1);
-  assert_null(cr_mgr_get(m, id1, &err));
+  assert_null(cr_mgr_get(m, id1, NULL, &err));
   assert_non_null(strstr(err.msg, "no open session"));
   assert_int_equal(count_children(), kids0 + 1);
 
-  cr_session *s = cr_mgr_get(m, id2, &err);
+  cr_session *s = cr_mgr_get(m, id2, NULL, &err);
   assert_non_null(s);
   cr_result r;
   run(s, "echo hi", &r);
@@ -199,10 +199,10 @@ static void test_manager_ttl_and_max(void **state) {
   assert_memory_equal(r.out, "hi\n", 3);
   cr_result_free(&r);
   /* closed while borrowed: closed at release */
-  assert_int_equal(cr_mgr_close(m, id2, &err), 0);
+  assert_int_equal(cr_mgr_close(m, id2, NULL, &err), 0);
   cr_mgr_release(m, s);
   assert_int_equal(cr_mgr_count(m), 0);
-  assert_int_equal(cr_mgr_close(m, id2, &err), -1);
+  assert_int_equal(cr_mgr_close(m, id2, NULL, &err), -1);
   cr_mgr_free(m);
   assert_int_equal(count_children(), kids0);
   assert_int_equal(count_fds(), fds0);
@@ -222,12 +222,12 @@ static void test_fifty_sessions_leave_nothing(void **state) {
   o.language = "bash";
   char ids[50][40];
   for (int i = 0; i < 50; i++)
-    if (cr_mgr_open(m, &o, 0, ids[i], &err) < 0)
+    if (cr_mgr_open(m, &o, 0, NULL, ids[i], &err) < 0)
       fail_msg("session %d: %s", i, err.msg);
   assert_int_equal(cr_mgr_count(m), 50);
   assert_int_equal(count_children(), kids0 + 50);
   for (int i = 0; i < 50; i++)
-    assert_int_equal(cr_mgr_close(m, ids[i], &err), 0);
+    assert_int_equal(cr_mgr_close(m, ids[i], NULL, &err), 0);
   assert_int_equal(cr_mgr_count(m), 0);
   cr_mgr_free(m);
   assert_int_equal(count_children(), kids0);

@@ -1,0 +1,1378 @@
+/* Routes of the HTTP API (docs/api.md): each one parses and validates the
+ * request, calls the core or the session manager, and translates the
+ * result. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/routes.h"
+#include "exec/exec.h"
+#include "exec/workspace.h"
+#include "openapi_embedded.h"
+#include "runtime/inventory.h"
+#include "runtime/runtime.h"
+#include "sandbox/sandbox.h"
+#include "util/buf.h"
+#include "util/utf8.h"
+
+typedef struct stream stream;
+
+typedef struct req {
+  char method[8];
+  char path[160];       /* for the log line */
+  cr_buf body;
+  bool too_big;
+  double t0;
+  const char *caller;   /* key name, "" without keys */
+  int status;           /* for the log line */
+  stream *st;           /* a streaming response in progress */
+} req;
+
+/* ---- responses ----------------------------------------------------------- */
+
+static enum MHD_Result respond(cr_api *a, struct MHD_Connection *c, req *r, unsigned status,
+                               const char *ctype, char *body, size_t len) {
+  struct MHD_Response *resp =
+      a->mhd->create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+  if (!resp) {
+    free(body);
+    return MHD_NO;
+  }
+  a->mhd->add_response_header(resp, "Content-Type", ctype);
+  if (status == 429 || status == 503)
+    a->mhd->add_response_header(resp, "Retry-After", "1");
+  r->status = (int)status;
+  enum MHD_Result ret = a->mhd->queue_response(c, status, resp);
+  a->mhd->destroy_response(resp);
+  return ret;
+}
+
+static enum MHD_Result respond_json(cr_api *a, struct MHD_Connection *c, req *r, unsigned status,
+                                    json_t *j) {
+  char *s = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
+  json_decref(j);
+  if (!s)
+    s = strdup("{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}");
+  return respond(a, c, r, status, "application/json", s, strlen(s));
+}
+
+static enum MHD_Result respond_error(cr_api *a, struct MHD_Connection *c, req *r, unsigned status,
+                                     const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+static enum MHD_Result respond_error(cr_api *a, struct MHD_Connection *c, req *r, unsigned status,
+                                     const char *code, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  json_t *j = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg);
+  return respond_json(a, c, r, status, j);
+}
+
+/* ---- request parsing ------------------------------------------------------ */
+
+/* Decodes %XX in a path or query value; NULL for a NUL byte (%00) or a
+ * malformed escape. Caller frees. */
+static char *pct_decode(const char *s, size_t n) {
+  char *out = malloc(n + 1);
+  if (!out)
+    return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '%') {
+      if (i + 2 >= n || !isxdigit((unsigned char)s[i + 1]) || !isxdigit((unsigned char)s[i + 2])) {
+        free(out);
+        return NULL;
+      }
+      char hex[3] = {s[i + 1], s[i + 2], 0};
+      int v = (int)strtol(hex, NULL, 16);
+      if (v == 0) {
+        free(out);
+        return NULL;
+      }
+      out[k++] = (char)v;
+      i += 2;
+    } else {
+      out[k++] = s[i];
+    }
+  }
+  out[k] = '\0';
+  return out;
+}
+
+static json_t *parse_body(cr_api *a, struct MHD_Connection *c, req *r, enum MHD_Result *ret) {
+  if (r->body.len == 0) {
+    *ret = respond_error(a, c, r, 400, "invalid_json", "the request needs a JSON object body");
+    return NULL;
+  }
+  json_error_t je;
+  json_t *j = json_loadb(r->body.data, r->body.len, JSON_REJECT_DUPLICATES, &je);
+  if (!j) {
+    *ret = respond_error(a, c, r, 400, "invalid_json", "malformed JSON at line %d column %d: %s",
+                         je.line, je.column, je.text);
+    return NULL;
+  }
+  if (!json_is_object(j)) {
+    json_decref(j);
+    *ret = respond_error(a, c, r, 400, "invalid_json", "the body must be a JSON object");
+    return NULL;
+  }
+  return j;
+}
+
+/* Unknown fields are named, so a client learns of a typo at once. */
+static bool check_fields(json_t *j, const char *const *allowed, char *bad, size_t size) {
+  const char *key;
+  json_t *v;
+  json_object_foreach(j, key, v) {
+    bool ok = false;
+    for (const char *const *f = allowed; *f; f++)
+      if (strcmp(*f, key) == 0)
+        ok = true;
+    if (!ok) {
+      snprintf(bad, size, "%s", key);
+      return false;
+    }
+  }
+  return true;
+}
+
+typedef struct limits_in {
+  double timeout_s;
+  uint64_t memory_bytes;
+} limits_in;
+
+/* timeout_s and memory_mb of a request, defaults applied, against the
+ * server's maxima. */
+static bool read_limits(cr_api *a, json_t *j, limits_in *l, char *msg, size_t size) {
+  l->timeout_s = a->o.default_timeout_s;
+  l->memory_bytes = a->o.default_memory_bytes;
+  json_t *t = json_object_get(j, "timeout_s");
+  if (t && !json_is_null(t)) {
+    if (!json_is_number(t) || !(json_number_value(t) > 0)) {
+      snprintf(msg, size, "timeout_s must be a number above 0");
+      return false;
+    }
+    if (json_number_value(t) > a->o.max_timeout_s) {
+      snprintf(msg, size, "timeout_s %g exceeds the server's maximum of %g", json_number_value(t),
+               a->o.max_timeout_s);
+      return false;
+    }
+    l->timeout_s = json_number_value(t);
+  }
+  json_t *m = json_object_get(j, "memory_mb");
+  if (m && !json_is_null(m)) {
+    if (!json_is_integer(m) || json_integer_value(m) < 16) {
+      snprintf(msg, size, "memory_mb must be an integer of at least 16");
+      return false;
+    }
+    uint64_t b = (uint64_t)json_integer_value(m) << 20;
+    if (b > a->o.max_memory_bytes) {
+      snprintf(msg, size, "memory_mb %lld exceeds the server's maximum of %llu",
+               (long long)json_integer_value(m),
+               (unsigned long long)(a->o.max_memory_bytes >> 20));
+      return false;
+    }
+    l->memory_bytes = b;
+  }
+  return true;
+}
+
+static bool want_stream(cr_api *a, struct MHD_Connection *c) {
+  const char *acc = a->mhd->lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
+  return acc && strstr(acc, "application/x-ndjson");
+}
+
+/* ---- base64 --------------------------------------------------------------- */
+
+static int b64val(int ch) {
+  if (ch >= 'A' && ch <= 'Z')
+    return ch - 'A';
+  if (ch >= 'a' && ch <= 'z')
+    return ch - 'a' + 26;
+  if (ch >= '0' && ch <= '9')
+    return ch - '0' + 52;
+  if (ch == '+' || ch == '-')
+    return 62;
+  if (ch == '/' || ch == '_')
+    return 63;
+  return -1;
+}
+
+static unsigned char *b64decode(const char *s, size_t *out_len) {
+  size_t n = strlen(s);
+  unsigned char *out = malloc(n / 4 * 3 + 4);
+  if (!out)
+    return NULL;
+  size_t k = 0;
+  unsigned v = 0;
+  int bits = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '=' || s[i] == '\n' || s[i] == '\r')
+      continue;
+    int d = b64val((unsigned char)s[i]);
+    if (d < 0) {
+      free(out);
+      return NULL;
+    }
+    v = (v << 6) | (unsigned)d;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[k++] = (unsigned char)((v >> bits) & 0xff);
+    }
+  }
+  *out_len = k;
+  return out;
+}
+
+/* ---- streaming ------------------------------------------------------------- */
+
+/* A streamed execution runs in a worker thread; its events become NDJSON
+ * lines in `pending`, which MHD's reader callback (the connection's thread)
+ * sends as they come. */
+struct stream {
+  cr_api *a;
+  pthread_mutex_t lock;
+  pthread_cond_t cv;
+  cr_buf pending;
+  size_t sent;
+  bool finished;
+  bool client_gone;
+  int cancel_fd;          /* one-shot: cancels the run */
+  cr_session *sess;       /* session: interrupted on disconnect; released by the worker */
+  int conn_fd;            /* the client's socket, watched for hangup */
+  pthread_t worker;
+  bool worker_started;
+  /* the job */
+  cr_exec_spec spec;
+  json_t *req_json;       /* keeps the spec's strings alive */
+  unsigned char **blobs;  /* decoded input files */
+  size_t nblobs;
+  cr_exec_file *files;
+  const char **env;
+  char *code;
+  size_t code_len;
+  double timeout_s;
+  char caller[64];
+};
+
+static void stream_line(stream *st, json_t *j) {
+  char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10));
+  json_decref(j);
+  if (!s)
+    return;
+  pthread_mutex_lock(&st->lock);
+  /* one line per write: the object and its newline together */
+  cr_buf_append(&st->pending, s, strlen(s));
+  cr_buf_append(&st->pending, "\n", 1);
+  pthread_cond_broadcast(&st->cv);
+  pthread_mutex_unlock(&st->lock);
+  free(s);
+}
+
+static json_t *text_json(const char *p, size_t n);
+
+static void sink_output(void *ctx, int which, const char *data, size_t len) {
+  stream *st = ctx;
+  stream_line(st, json_pack("{s:s, s:o}", "type", which == 1 ? "stdout" : "stderr", "text",
+                            text_json(data, len)));
+}
+
+static void sink_display(void *ctx, json_t *mime, bool main) {
+  stream *st = ctx;
+  stream_line(st, json_pack("{s:s, s:O, s:b}", "type", main ? "result_value" : "display", "mime",
+                            mime, "main", main));
+}
+
+static json_t *text_json(const char *p, size_t n) {
+  if (cr_utf8_valid(p, n))
+    return json_stringn(p, n);
+  size_t l;
+  char *c = cr_utf8_sanitize(p, n, &l);
+  json_t *j = c ? json_stringn(c, l) : json_string("");
+  free(c);
+  return j;
+}
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+  stream *st = cls;
+  (void)pos;
+  pthread_mutex_lock(&st->lock);
+  double last = cr_api_now();
+  while (st->sent == st->pending.len && !st->finished) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 250000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&st->cv, &st->lock, &ts);
+    /* A client that went away interrupts its run (we would otherwise only
+     * notice at the next write). */
+    if (st->conn_fd >= 0) {
+      struct pollfd pf = {.fd = st->conn_fd, .events = POLLRDHUP};
+      if (poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+        st->client_gone = true;
+        pthread_mutex_unlock(&st->lock);
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+      }
+    }
+    if (st->sent == st->pending.len && !st->finished && cr_api_now() - last >= 5.0) {
+      const char *ka = "{\"type\":\"keepalive\"}\n";
+      cr_buf_append(&st->pending, ka, strlen(ka));
+    }
+  }
+  size_t avail = st->pending.len - st->sent;
+  if (avail == 0 && st->finished) {
+    pthread_mutex_unlock(&st->lock);
+    return MHD_CONTENT_READER_END_OF_STREAM;
+  }
+  size_t n = avail < max ? avail : max;
+  memcpy(buf, st->pending.data + st->sent, n);
+  st->sent += n;
+  pthread_mutex_unlock(&st->lock);
+  return (ssize_t)n;
+}
+
+static void job_free(stream *st) {
+  json_decref(st->req_json);
+  for (size_t i = 0; i < st->nblobs; i++)
+    free(st->blobs[i]);
+  free(st->blobs);
+  free(st->files);
+  free(st->env);
+  free(st->code);
+}
+
+static void stream_free(void *cls) {
+  stream *st = cls;
+  pthread_mutex_lock(&st->lock);
+  bool done = st->finished;
+  pthread_mutex_unlock(&st->lock);
+  if (!done) {
+    /* The response went away before the result: the client disconnected. */
+    if (st->cancel_fd >= 0) {
+      uint64_t one = 1;
+      ssize_t w = write(st->cancel_fd, &one, sizeof one);
+      (void)w;
+    }
+    if (st->sess)
+      cr_session_interrupt(st->sess);
+  }
+  if (st->worker_started)
+    pthread_join(st->worker, NULL);
+  if (st->cancel_fd >= 0) {
+    cr_api_track_cancel(st->a, st->cancel_fd, false);
+    close(st->cancel_fd);
+  }
+  pthread_mutex_lock(&st->a->lock);
+  st->a->active_streams--;
+  pthread_mutex_unlock(&st->a->lock);
+  job_free(st);
+  cr_buf_free(&st->pending);
+  pthread_mutex_destroy(&st->lock);
+  pthread_cond_destroy(&st->cv);
+  free(st);
+}
+
+static void finish_result(cr_api *a, stream *st, cr_result *res, double t0, const char *what) {
+  cr_api_count(a, res, cr_api_now() - t0);
+  cr_api_log(a, "exec", "%s caller=%s language=%s status=%s duration_ms=%.1f", what,
+             st->caller[0] ? st->caller : "-", res->language ? res->language : "-",
+             cr_status_name(res->status), res->duration_ms);
+  json_t *j = cr_result_to_json(res);
+  stream_line(st, json_pack("{s:s, s:o}", "type", "result", "result", j ? j : json_null()));
+  pthread_mutex_lock(&st->lock);
+  st->finished = true;
+  pthread_cond_broadcast(&st->cv);
+  pthread_mutex_unlock(&st->lock);
+}
+
+static void *oneshot_worker(void *arg) {
+  stream *st = arg;
+  cr_api *a = st->a;
+  double t0 = cr_api_now();
+  cr_sink sink = {.ctx = st, .on_output = sink_output, .on_display = sink_display};
+  cr_result res;
+  cr_err err = {0};
+  if (cr_execute(&st->spec, &sink, &res, &err) < 0) {
+    cr_result_init(&res);
+    res.status = CR_ST_SANDBOX;
+    res.has_error = cr_error_for_limit(CR_CAT_SANDBOX, err.msg, &res.error) == 0;
+  }
+  atomic_fetch_add(&a->m_sandboxes, 1);
+  cr_api_release(a);
+  finish_result(a, st, &res, t0, "oneshot");
+  cr_result_free(&res);
+  return NULL;
+}
+
+static void *session_worker(void *arg) {
+  stream *st = arg;
+  cr_api *a = st->a;
+  double t0 = cr_api_now();
+  cr_sink sink = {.ctx = st, .on_output = sink_output, .on_display = sink_display};
+  cr_result res;
+  cr_err err = {0};
+  if (cr_session_execute(st->sess, st->code, st->code_len, st->timeout_s, &sink, &res, &err) < 0) {
+    cr_result_init(&res);
+    res.status = CR_ST_SANDBOX;
+    res.has_error = cr_error_for_limit(CR_CAT_SANDBOX, err.msg, &res.error) == 0;
+  }
+  cr_mgr_touch(a->mgr, st->sess);
+  cr_api_release(a);
+  finish_result(a, st, &res, t0, "session");
+  cr_result_free(&res);
+  cr_mgr_release(a->mgr, st->sess);
+  return NULL;
+}
+
+static stream *stream_new(cr_api *a, struct MHD_Connection *c, const char *caller) {
+  stream *st = calloc(1, sizeof *st);
+  if (!st)
+    return NULL;
+  st->a = a;
+  pthread_mutex_init(&st->lock, NULL);
+  pthread_cond_init(&st->cv, NULL);
+  st->cancel_fd = -1;
+  st->conn_fd = -1;
+  const union MHD_ConnectionInfo *ci =
+      a->mhd->get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (ci)
+    st->conn_fd = ci->connect_fd;
+  snprintf(st->caller, sizeof st->caller, "%s", caller);
+  pthread_mutex_lock(&a->lock);
+  a->active_streams++;
+  pthread_mutex_unlock(&a->lock);
+  return st;
+}
+
+static enum MHD_Result start_stream(cr_api *a, struct MHD_Connection *c, req *r, stream *st,
+                                    void *(*worker)(void *)) {
+  if (pthread_create(&st->worker, NULL, worker, st) != 0) {
+    stream_free(st);
+    return respond_error(a, c, r, 500, "internal", "cannot start the execution thread");
+  }
+  st->worker_started = true;
+  struct MHD_Response *resp =
+      a->mhd->create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_reader, st,
+                                            stream_free);
+  if (!resp) {
+    stream_free(st);
+    return MHD_NO;
+  }
+  a->mhd->add_response_header(resp, "Content-Type", "application/x-ndjson");
+  a->mhd->add_response_header(resp, "Cache-Control", "no-store");
+  r->status = 200;
+  enum MHD_Result ret = a->mhd->queue_response(c, 200, resp);
+  a->mhd->destroy_response(resp);
+  return ret;
+}
+
+/* ---- POST /v1/execute --------------------------------------------------- */
+
+static const char *const execute_fields[] = {"language", "code", "timeout_s", "memory_mb", "stdin",
+                                             "files", "env", "expected_output", NULL};
+
+/* Fills st's job from the request body; on error answers and returns false. */
+static bool build_oneshot(cr_api *a, struct MHD_Connection *c, req *r, json_t *j, stream *st,
+                          enum MHD_Result *ret) {
+  char msg[512];
+  if (!check_fields(j, execute_fields, msg, sizeof msg)) {
+    *ret = respond_error(a, c, r, 400, "invalid_request",
+                         "unknown field '%s': allowed are language, code, timeout_s, memory_mb, "
+                         "stdin, files, env, expected_output",
+                         msg);
+    return false;
+  }
+  json_t *code = json_object_get(j, "code");
+  json_t *lang = json_object_get(j, "language");
+  json_t *in = json_object_get(j, "stdin");
+  json_t *exp = json_object_get(j, "expected_output");
+  json_t *files = json_object_get(j, "files");
+  json_t *env = json_object_get(j, "env");
+  if (!json_is_string(code)) {
+    *ret = respond_error(a, c, r, 400, "invalid_request", "code must be a string (the program)");
+    return false;
+  }
+  if (lang && !json_is_null(lang) && !json_is_string(lang)) {
+    *ret = respond_error(a, c, r, 400, "invalid_request", "language must be a string");
+    return false;
+  }
+  if ((in && !json_is_null(in) && !json_is_string(in)) ||
+      (exp && !json_is_null(exp) && !json_is_string(exp))) {
+    *ret = respond_error(a, c, r, 400, "invalid_request",
+                         "stdin and expected_output must be strings");
+    return false;
+  }
+  if ((files && !json_is_null(files) && !json_is_object(files)) ||
+      (env && !json_is_null(env) && !json_is_object(env))) {
+    *ret = respond_error(a, c, r, 400, "invalid_request",
+                         "files must be an object {path: base64} and env an object {KEY: VALUE}");
+    return false;
+  }
+  limits_in l;
+  if (!read_limits(a, j, &l, msg, sizeof msg)) {
+    *ret = respond_error(a, c, r, 400, "invalid_request", "%s", msg);
+    return false;
+  }
+  const char *lname = json_is_string(lang) ? json_string_value(lang) : "python";
+  if (!cr_runtime_find(lname)) {
+    *ret = respond_error(a, c, r, 400, "invalid_request", "unknown language '%s': use one of %s",
+                         lname, cr_runtime_list());
+    return false;
+  }
+  json_incref(j);
+  st->req_json = j;
+  cr_exec_spec *s = &st->spec;
+  cr_exec_spec_init(s);
+  s->language = lname;
+  s->code = json_string_value(code);
+  s->code_len = json_string_length(code);
+  s->timeout_s = l.timeout_s;
+  s->memory_bytes = l.memory_bytes;
+  s->output_limit = a->o.output_limit;
+  if (s->output_max < s->output_limit)
+    s->output_max = s->output_limit;
+  if (json_is_string(in)) {
+    s->stdin_data = json_string_value(in);
+    s->stdin_len = json_string_length(in);
+  }
+  if (json_is_string(exp)) {
+    s->expected = json_string_value(exp);
+    s->expected_len = json_string_length(exp);
+  }
+  size_t nf = json_is_object(files) ? json_object_size(files) : 0;
+  if (nf) {
+    st->files = calloc(nf, sizeof *st->files);
+    st->blobs = calloc(nf, sizeof *st->blobs);
+    const char *path;
+    json_t *v;
+    json_object_foreach(files, path, v) {
+      size_t len = 0;
+      unsigned char *data = json_is_string(v) ? b64decode(json_string_value(v), &len) : NULL;
+      if (!data || !cr_sb_path_ok(path)) {
+        free(data);
+        *ret = respond_error(a, c, r, 400, "invalid_request",
+                             !data ? "files['%s'] must be base64 content"
+                                   : "files: '%s' is not a relative path inside /workspace",
+                             path);
+        return false;
+      }
+      st->blobs[st->nblobs++] = data;
+      st->files[s->nfiles++] = (cr_exec_file){.path = path, .fd = -1, .data = data, .len = len};
+    }
+    s->files = st->files;
+  }
+  size_t ne = json_is_object(env) ? json_object_size(env) : 0;
+  if (ne) {
+    st->env = calloc(ne + 1, sizeof *st->env);
+    char **owned = calloc(ne, sizeof *owned);
+    size_t k = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(env, key, v) {
+      if (!json_is_string(v)) {
+        free(owned);
+        *ret = respond_error(a, c, r, 400, "invalid_request", "env['%s'] must be a string", key);
+        return false;
+      }
+      char *kv = NULL;
+      if (asprintf(&kv, "%s=%s", key, json_string_value(v)) < 0) {
+        free(owned);
+        return false;
+      }
+      owned[k] = kv;
+      st->env[k++] = kv;
+    }
+    /* the strings are freed with the blobs */
+    st->blobs = realloc(st->blobs, (st->nblobs + k) * sizeof *st->blobs);
+    for (size_t i = 0; i < k; i++)
+      st->blobs[st->nblobs++] = (unsigned char *)owned[i];
+    free(owned);
+    s->env = st->env;
+  }
+  return true;
+}
+
+static enum MHD_Result route_execute(cr_api *a, struct MHD_Connection *c, req *r) {
+  enum MHD_Result ret = MHD_YES;
+  json_t *j = parse_body(a, c, r, &ret);
+  if (!j)
+    return ret;
+  stream *st = stream_new(a, c, r->caller);
+  if (!st) {
+    json_decref(j);
+    return respond_error(a, c, r, 500, "internal", "out of memory");
+  }
+  if (!build_oneshot(a, c, r, j, st, &ret)) {
+    json_decref(j);
+    stream_free(st);
+    return ret;
+  }
+  json_decref(j);
+  /* Validate the spec fully before taking a slot: bad input is a 400. */
+  cr_err err = {0};
+  if (cr_api_acquire(a) < 0) {
+    stream_free(st);
+    return respond_error(a, c, r, 429, "too_many_requests",
+                         "%zu executions are running and %zu waiting, the server's maximum: "
+                         "retry later",
+                         a->o.max_concurrent, a->o.queue);
+  }
+  st->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  st->spec.cancel_fd = st->cancel_fd;
+  if (st->cancel_fd >= 0)
+    cr_api_track_cancel(a, st->cancel_fd, true);
+  if (want_stream(a, c))
+    return start_stream(a, c, r, st, oneshot_worker);
+
+  double t0 = cr_api_now();
+  cr_result res;
+  int rc = cr_execute(&st->spec, NULL, &res, &err);
+  cr_api_release(a);
+  if (rc < 0) {
+    stream_free(st);
+    cr_result_free(&res);
+    return respond_error(a, c, r, 400, "invalid_request", "%s", err.msg);
+  }
+  atomic_fetch_add(&a->m_sandboxes, 1);
+  cr_api_count(a, &res, cr_api_now() - t0);
+  cr_api_log(a, "exec", "oneshot caller=%s language=%s status=%s duration_ms=%.1f",
+             r->caller[0] ? r->caller : "-", res.language ? res.language : "-",
+             cr_status_name(res.status), res.duration_ms);
+  json_t *out = cr_result_to_json(&res);
+  cr_result_free(&res);
+  pthread_mutex_lock(&st->lock);
+  st->finished = true;
+  pthread_mutex_unlock(&st->lock);
+  stream_free(st);
+  return respond_json(a, c, r, 200, out);
+}
+
+/* ---- POST /v1/grade ------------------------------------------------------- */
+
+typedef struct grade_job {
+  cr_api *a;
+  cr_exec_spec spec;
+  cr_result res;
+  bool ran;
+  char err[256];
+} grade_job;
+
+static void *grade_worker(void *arg) {
+  grade_job *g = arg;
+  cr_err err = {0};
+  if (cr_api_acquire(g->a) < 0) {
+    snprintf(g->err, sizeof g->err, "too many executions running");
+    return NULL;
+  }
+  double t0 = cr_api_now();
+  if (cr_execute(&g->spec, NULL, &g->res, &err) == 0) {
+    g->ran = true;
+    atomic_fetch_add(&g->a->m_sandboxes, 1);
+    cr_api_count(g->a, &g->res, cr_api_now() - t0);
+  } else {
+    snprintf(g->err, sizeof g->err, "%s", err.msg);
+  }
+  cr_api_release(g->a);
+  return NULL;
+}
+
+static const char *verdict_of(const cr_result *r) {
+  switch (r->status) {
+  case CR_ST_OK: return "accepted";
+  case CR_ST_WRONG: return "wrong_answer";
+  case CR_ST_TIMEOUT: return "timeout";
+  case CR_ST_MEMORY: return "memory_limit";
+  default: return "error";
+  }
+}
+
+static enum MHD_Result route_grade(cr_api *a, struct MHD_Connection *c, req *r) {
+  enum MHD_Result ret = MHD_YES;
+  json_t *j = parse_body(a, c, r, &ret);
+  if (!j)
+    return ret;
+  static const char *const fields[] = {"language", "code", "tests", "timeout_s", "memory_mb",
+                                       NULL};
+  char msg[512];
+  json_t *tests = json_object_get(j, "tests");
+  json_t *code = json_object_get(j, "code");
+  json_t *lang = json_object_get(j, "language");
+  limits_in l;
+  if (!check_fields(j, fields, msg, sizeof msg)) {
+    ret = respond_error(a, c, r, 400, "invalid_request",
+                        "unknown field '%s': allowed are language, code, tests, timeout_s, "
+                        "memory_mb",
+                        msg);
+  } else if (!json_is_string(code)) {
+    ret = respond_error(a, c, r, 400, "invalid_request", "code must be a string");
+  } else if (!json_is_array(tests) || json_array_size(tests) == 0 ||
+             json_array_size(tests) > 100) {
+    ret = respond_error(a, c, r, 400, "invalid_request",
+                        "tests must be an array of 1 to 100 {stdin, expected_output} objects");
+  } else if (lang && !json_is_null(lang) &&
+             (!json_is_string(lang) || !cr_runtime_find(json_string_value(lang)))) {
+    ret = respond_error(a, c, r, 400, "invalid_request", "language must be one of %s",
+                        cr_runtime_list());
+  } else if (!read_limits(a, j, &l, msg, sizeof msg)) {
+    ret = respond_error(a, c, r, 400, "invalid_request", "%s", msg);
+  } else {
+    size_t n = json_array_size(tests);
+    for (size_t i = 0; i < n; i++) {
+      json_t *t = json_array_get(tests, i);
+      static const char *const tf[] = {"stdin", "expected_output", NULL};
+      json_t *ti = json_object_get(t, "stdin"), *te = json_object_get(t, "expected_output");
+      if (!json_is_object(t) || !check_fields(t, tf, msg, sizeof msg) ||
+          (ti && !json_is_null(ti) && !json_is_string(ti)) || !json_is_string(te)) {
+        ret = respond_error(a, c, r, 400, "invalid_request",
+                            "tests[%zu] must be {stdin: string, expected_output: string}", i);
+        json_decref(j);
+        return ret;
+      }
+    }
+    grade_job *jobs = calloc(n, sizeof *jobs);
+    pthread_t *th = calloc(n, sizeof *th);
+    for (size_t i = 0; i < n; i++) {
+      json_t *t = json_array_get(tests, i);
+      grade_job *g = &jobs[i];
+      g->a = a;
+      cr_exec_spec_init(&g->spec);
+      g->spec.language = json_is_string(lang) ? json_string_value(lang) : "python";
+      g->spec.code = json_string_value(code);
+      g->spec.code_len = json_string_length(code);
+      g->spec.timeout_s = l.timeout_s;
+      g->spec.memory_bytes = l.memory_bytes;
+      g->spec.output_limit = a->o.output_limit;
+      json_t *ti = json_object_get(t, "stdin");
+      if (json_is_string(ti)) {
+        g->spec.stdin_data = json_string_value(ti);
+        g->spec.stdin_len = json_string_length(ti);
+      }
+      g->spec.expected = json_string_value(json_object_get(t, "expected_output"));
+      g->spec.expected_len = json_string_length(json_object_get(t, "expected_output"));
+    }
+    /* In parallel, each in a fresh sandbox, within the server's slots. */
+    for (size_t i = 0; i < n; i++)
+      if (pthread_create(&th[i], NULL, grade_worker, &jobs[i]) != 0)
+        grade_worker(&jobs[i]);
+    for (size_t i = 0; i < n; i++)
+      if (th[i])
+        pthread_join(th[i], NULL);
+    json_t *out = json_array();
+    size_t passed = 0;
+    const char *verdict = "accepted";
+    for (size_t i = 0; i < n; i++) {
+      grade_job *g = &jobs[i];
+      json_t *t;
+      if (g->ran) {
+        const char *v = verdict_of(&g->res);
+        if (strcmp(v, "accepted") == 0)
+          passed++;
+        else if (strcmp(verdict, "accepted") == 0)
+          verdict = v;
+        json_t *full = cr_result_to_json(&g->res);
+        t = json_pack("{s:s, s:O, s:O, s:O, s:O, s:O}", "verdict", v, "status",
+                      json_object_get(full, "status"), "stdout", json_object_get(full, "stdout"),
+                      "stderr", json_object_get(full, "stderr"), "duration_ms",
+                      json_object_get(full, "duration_ms"), "error",
+                      json_object_get(full, "error"));
+        json_decref(full);
+        cr_result_free(&g->res);
+      } else {
+        if (strcmp(verdict, "accepted") == 0)
+          verdict = "error";
+        t = json_pack("{s:s, s:s, s:s, s:s, s:n, s:{s:s, s:s}}", "verdict", "error", "status",
+                      "sandbox_error", "stdout", "", "stderr", "", "duration_ms", "error",
+                      "category", "sandbox_error", "message", g->err);
+      }
+      json_array_append_new(out, t);
+    }
+    free(jobs);
+    free(th);
+    ret = respond_json(a, c, r, 200,
+                       json_pack("{s:s, s:i, s:i, s:o}", "verdict", verdict, "passed",
+                                 (json_int_t)passed, "total", (json_int_t)n, "tests", out));
+  }
+  json_decref(j);
+  return ret;
+}
+
+/* ---- sessions --------------------------------------------------------- */
+
+static json_t *iso_time(double t) {
+  time_t s = (time_t)t;
+  struct tm tm;
+  gmtime_r(&s, &tm);
+  char buf[48];
+  size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf + n, sizeof buf - n, ".%03dZ", (int)((t - (double)s) * 1000));
+  return json_string(buf);
+}
+
+static json_t *info_json(const cr_session_info *i, bool full) {
+  json_t *j = json_pack("{s:s, s:s, s:o, s:o}", "id", i->id, "language", i->language,
+                        "created_at", iso_time(i->created_at), "expires_at",
+                        iso_time(i->expires_at));
+  if (full) {
+    json_object_set_new(j, "last_activity", iso_time(i->last_activity));
+    json_object_set_new(j, "status", json_string(i->busy ? "busy" : "idle"));
+    json_object_set_new(j, "executions", json_integer((json_int_t)i->executions));
+  }
+  return j;
+}
+
+static enum MHD_Result route_session_open(cr_api *a, struct MHD_Connection *c, req *r) {
+  enum MHD_Result ret = MHD_YES;
+  json_t *j = parse_body(a, c, r, &ret);
+  if (!j)
+    return ret;
+  static const char *const fields[] = {"language", "ttl_s", "memory_mb", "timeout_s", "env", NULL};
+  char msg[512];
+  json_t *lang = json_object_get(j, "language"), *ttl = json_object_get(j, "ttl_s"),
+         *env = json_object_get(j, "env");
+  limits_in l;
+  const char **envv = NULL;
+  char **owned = NULL;
+  size_t ne = 0;
+  if (!check_fields(j, fields, msg, sizeof msg)) {
+    ret = respond_error(a, c, r, 400, "invalid_request",
+                        "unknown field '%s': allowed are language, ttl_s, memory_mb, timeout_s, env",
+                        msg);
+    goto out;
+  }
+  if (lang && !json_is_null(lang) &&
+      (!json_is_string(lang) || !cr_runtime_find(json_string_value(lang)))) {
+    ret = respond_error(a, c, r, 400, "invalid_request", "language must be one of %s",
+                        cr_runtime_list());
+    goto out;
+  }
+  if (ttl && !json_is_null(ttl) && (!json_is_number(ttl) || json_number_value(ttl) < 0)) {
+    ret = respond_error(a, c, r, 400, "invalid_request", "ttl_s must be a number >= 0");
+    goto out;
+  }
+  if (env && !json_is_null(env) && !json_is_object(env)) {
+    ret = respond_error(a, c, r, 400, "invalid_request", "env must be an object {KEY: VALUE}");
+    goto out;
+  }
+  if (!read_limits(a, j, &l, msg, sizeof msg)) {
+    ret = respond_error(a, c, r, 400, "invalid_request", "%s", msg);
+    goto out;
+  }
+  if (json_is_object(env) && (ne = json_object_size(env)) > 0) {
+    envv = calloc(ne + 1, sizeof *envv);
+    owned = calloc(ne, sizeof *owned);
+    size_t k = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(env, key, v) {
+      if (!json_is_string(v) || asprintf(&owned[k], "%s=%s", key, json_string_value(v)) < 0) {
+        ret = respond_error(a, c, r, 400, "invalid_request", "env['%s'] must be a string", key);
+        goto out;
+      }
+      envv[k] = owned[k];
+      k++;
+    }
+  }
+  cr_session_opts o;
+  cr_session_opts_init(&o);
+  o.language = json_is_string(lang) ? json_string_value(lang) : "python";
+  o.timeout_s = l.timeout_s;
+  o.memory_bytes = l.memory_bytes;
+  o.output_limit = a->o.output_limit;
+  o.env = envv;
+  char id[40];
+  cr_err err = {0};
+  if (cr_mgr_open(a->mgr, &o, json_is_number(ttl) ? json_number_value(ttl) : 0, r->caller, id,
+                  &err) < 0) {
+    bool full = strstr(err.msg, "maximum") != NULL;
+    ret = respond_error(a, c, r, full ? 429 : 400, full ? "too_many_sessions" : "invalid_request",
+                        "%s", err.msg);
+    goto out;
+  }
+  atomic_fetch_add(&a->m_sandboxes, 1);
+  cr_session_info info;
+  cr_mgr_info(a->mgr, id, r->caller, &info, &err);
+  cr_api_log(a, "session", "open id=%s caller=%s language=%s", id, r->caller[0] ? r->caller : "-",
+             info.language);
+  ret = respond_json(a, c, r, 201, info_json(&info, false));
+out:
+  for (size_t i = 0; owned && i < ne; i++)
+    free(owned[i]);
+  free(owned);
+  free(envv);
+  json_decref(j);
+  return ret;
+}
+
+static enum MHD_Result route_session_execute(cr_api *a, struct MHD_Connection *c, req *r,
+                                             const char *id) {
+  enum MHD_Result ret = MHD_YES;
+  json_t *j = parse_body(a, c, r, &ret);
+  if (!j)
+    return ret;
+  static const char *const fields[] = {"code", "timeout_s", NULL};
+  char msg[512];
+  json_t *code = json_object_get(j, "code"), *t = json_object_get(j, "timeout_s");
+  if (!check_fields(j, fields, msg, sizeof msg)) {
+    ret = respond_error(a, c, r, 400, "invalid_request",
+                        "unknown field '%s': allowed are code, timeout_s", msg);
+  } else if (!json_is_string(code)) {
+    ret = respond_error(a, c, r, 400, "invalid_request", "code must be a string");
+  } else if (t && !json_is_null(t) && (!json_is_number(t) || !(json_number_value(t) > 0))) {
+    ret = respond_error(a, c, r, 400, "invalid_request", "timeout_s must be a number above 0");
+  } else if (json_is_number(t) && json_number_value(t) > a->o.max_timeout_s) {
+    ret = respond_error(a, c, r, 400, "invalid_request",
+                        "timeout_s %g exceeds the server's maximum of %g", json_number_value(t),
+                        a->o.max_timeout_s);
+  } else if (json_string_length(code) == 0) {
+    ret = respond_error(a, c, r, 400, "invalid_request", "empty code: send the code to run");
+  } else {
+    cr_err err = {0};
+    cr_session *s = cr_mgr_get(a->mgr, id, r->caller, &err);
+    if (!s) {
+      ret = respond_error(a, c, r, 404, "not_found", "%s", err.msg);
+    } else if (cr_api_acquire(a) < 0) {
+      cr_mgr_release(a->mgr, s);
+      ret = respond_error(a, c, r, 429, "too_many_requests",
+                          "too many executions running and waiting: retry later");
+    } else if (want_stream(a, c)) {
+      stream *st = stream_new(a, c, r->caller);
+      st->sess = s;
+      st->code = strdup(json_string_value(code));
+      st->code_len = json_string_length(code);
+      st->timeout_s = json_is_number(t) ? json_number_value(t) : 0;
+      ret = start_stream(a, c, r, st, session_worker);
+    } else {
+      double t0 = cr_api_now();
+      cr_result res;
+      int rc = cr_session_execute(s, json_string_value(code), json_string_length(code),
+                                  json_is_number(t) ? json_number_value(t) : 0, NULL, &res, &err);
+      cr_api_release(a);
+      cr_mgr_touch(a->mgr, s);
+      cr_mgr_release(a->mgr, s);
+      if (rc < 0) {
+        cr_result_free(&res);
+        ret = respond_error(a, c, r, 400, "invalid_request", "%s", err.msg);
+      } else {
+        cr_api_count(a, &res, cr_api_now() - t0);
+        cr_api_log(a, "exec", "session=%s caller=%s language=%s status=%s duration_ms=%.1f", id,
+                   r->caller[0] ? r->caller : "-", res.language ? res.language : "-",
+                   cr_status_name(res.status), res.duration_ms);
+        json_t *out = cr_result_to_json(&res);
+        cr_result_free(&res);
+        ret = respond_json(a, c, r, 200, out);
+      }
+    }
+  }
+  json_decref(j);
+  return ret;
+}
+
+/* ---- files of a session ----------------------------------------------- */
+
+static const char *type_name(mode_t m) {
+  return S_ISREG(m) ? "file" : S_ISDIR(m) ? "dir" : S_ISLNK(m) ? "symlink" : "other";
+}
+
+static enum MHD_Result route_files(cr_api *a, struct MHD_Connection *c, req *r, const char *id,
+                                   const char *method, const char *raw_path) {
+  cr_err err = {0};
+  char *path = NULL;
+  if (raw_path) {
+    path = pct_decode(raw_path, strlen(raw_path));
+    if (!path || !cr_sb_path_ok(path)) {
+      free(path);
+      return respond_error(a, c, r, 400, "invalid_request",
+                           "the file path must be relative to /workspace, without '..', '.', "
+                           "empty components or NUL bytes");
+    }
+  }
+  cr_session *s = cr_mgr_get(a->mgr, id, r->caller, &err);
+  if (!s) {
+    free(path);
+    return respond_error(a, c, r, 404, "not_found", "%s", err.msg);
+  }
+  int ws = cr_session_workspace_fd(s);
+  uid_t uid;
+  gid_t gid;
+  cr_session_ids(s, &uid, &gid);
+  enum MHD_Result ret;
+  if (!path && strcmp(method, "GET") == 0) {
+    /* a listing; ?path=dir, default the workspace itself */
+    const char *q = a->mhd->lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path");
+    char *dir = NULL;
+    if (q && *q && strcmp(q, ".") != 0 && strcmp(q, "/") != 0) {
+      dir = pct_decode(q, strlen(q));
+      if (!dir || !cr_sb_path_ok(dir)) {
+        free(dir);
+        cr_mgr_release(a->mgr, s);
+        return respond_error(a, c, r, 400, "invalid_request",
+                             "path must be a relative directory inside /workspace");
+      }
+    }
+    int dfd = dir ? cr_ws_open(ws, dir, O_RDONLY | O_DIRECTORY, 0, uid, gid)
+                  : openat(ws, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+      int e = dir ? -dfd : errno;
+      ret = e == ENOENT ? respond_error(a, c, r, 404, "not_found", "no directory '%s'", dir)
+                        : respond_error(a, c, r, 400, "invalid_request",
+                                        "'%s' is not a directory inside /workspace (%s)",
+                                        dir ? dir : ".", strerror(e));
+    } else {
+      DIR *d = fdopendir(dfd);
+      json_t *entries = json_array();
+      struct dirent *de;
+      while (d && (de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+          continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+          continue;
+        char *p = NULL;
+        if (asprintf(&p, "%s%s%s", dir ? dir : "", dir ? "/" : "", de->d_name) < 0)
+          continue;
+        json_array_append_new(entries, json_pack("{s:o, s:s, s:s, s:I}", "name",
+                                                 text_json(de->d_name, strlen(de->d_name)),
+                                                 "path", p, "type", type_name(st.st_mode), "size",
+                                                 (json_int_t)st.st_size));
+        free(p);
+      }
+      if (d)
+        closedir(d);
+      else
+        close(dfd);
+      ret = respond_json(a, c, r, 200,
+                         json_pack("{s:s, s:o}", "path", dir ? dir : ".", "entries", entries));
+    }
+    free(dir);
+  } else if (!path) {
+    ret = respond_error(a, c, r, 405, "method_not_allowed",
+                        "use GET for a listing; PUT/DELETE need a file path");
+  } else if (strcmp(method, "GET") == 0) {
+    int fd = cr_ws_open(ws, path, O_RDONLY | O_NONBLOCK, 0, uid, gid);
+    struct stat st;
+    if (fd < 0) {
+      ret = fd == -ENOENT ? respond_error(a, c, r, 404, "not_found", "no file '%s'", path)
+                          : respond_error(a, c, r, 400, "invalid_request",
+                                          "'%s' cannot be read: %s (symlinks are never followed)",
+                                          path, strerror(-fd));
+    } else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+      close(fd);
+      ret = respond_error(a, c, r, 400, "invalid_request", "'%s' is not a regular file", path);
+    } else if ((size_t)st.st_size > a->o.max_body_bytes) {
+      close(fd);
+      ret = respond_error(a, c, r, 413, "body_too_large", "'%s' is larger than %zu bytes", path,
+                          a->o.max_body_bytes);
+    } else {
+      size_t n = (size_t)st.st_size;
+      char *buf = malloc(n ? n : 1);
+      size_t got = 0;
+      while (buf && got < n) {
+        ssize_t k = read(fd, buf + got, n - got);
+        if (k <= 0)
+          break;
+        got += (size_t)k;
+      }
+      close(fd);
+      ret = buf ? respond(a, c, r, 200, "application/octet-stream", buf, got)
+                : respond_error(a, c, r, 500, "internal", "out of memory");
+    }
+  } else if (strcmp(method, "PUT") == 0) {
+    int fd = cr_ws_open(ws, path, O_WRONLY | O_CREAT | O_TRUNC, 0644, uid, gid);
+    if (fd < 0) {
+      ret = respond_error(a, c, r, 400, "invalid_request", "cannot write '%s': %s", path,
+                          strerror(-fd));
+    } else {
+      size_t off = 0;
+      int e = 0;
+      while (off < r->body.len) {
+        ssize_t k = write(fd, r->body.data + off, r->body.len - off);
+        if (k < 0) {
+          e = errno;
+          break;
+        }
+        off += (size_t)k;
+      }
+      close(fd);
+      if (e == ENOSPC || e == EFBIG)
+        ret = respond_error(a, c, r, 413, "body_too_large",
+                            "the session's /workspace is full writing '%s'", path);
+      else if (e)
+        ret = respond_error(a, c, r, 500, "internal", "writing '%s': %s", path, strerror(e));
+      else
+        ret = respond_json(a, c, r, 201,
+                           json_pack("{s:s, s:I}", "path", path, "size", (json_int_t)off));
+    }
+  } else if (strcmp(method, "DELETE") == 0) {
+    int rc = cr_ws_remove(ws, path);
+    ret = rc == 0          ? respond_json(a, c, r, 200,
+                                          json_pack("{s:s, s:b}", "path", path, "deleted", 1))
+          : rc == -ENOENT ? respond_error(a, c, r, 404, "not_found", "no file '%s'", path)
+                          : respond_error(a, c, r, 400, "invalid_request", "cannot delete '%s': %s",
+                                          path, strerror(-rc));
+  } else {
+    ret = respond_error(a, c, r, 405, "method_not_allowed", "files take GET, PUT or DELETE");
+  }
+  cr_mgr_release(a->mgr, s);
+  free(path);
+  return ret;
+}
+
+static enum MHD_Result route_sessions(cr_api *a, struct MHD_Connection *c, req *r,
+                                      const char *method, const char *rest) {
+  cr_err err = {0};
+  if (!*rest) {
+    if (strcmp(method, "POST") == 0)
+      return route_session_open(a, c, r);
+    if (strcmp(method, "GET") == 0) {
+      cr_session_info *v;
+      size_t n;
+      if (cr_mgr_list(a->mgr, r->caller, &v, &n) < 0)
+        return respond_error(a, c, r, 500, "internal", "out of memory");
+      json_t *arr = json_array();
+      for (size_t i = 0; i < n; i++)
+        json_array_append_new(arr, info_json(&v[i], true));
+      free(v);
+      return respond_json(a, c, r, 200, json_pack("{s:o}", "sessions", arr));
+    }
+    return respond_error(a, c, r, 405, "method_not_allowed", "/v1/sessions takes GET or POST");
+  }
+  char id[64];
+  const char *slash = strchr(rest, '/');
+  size_t idl = slash ? (size_t)(slash - rest) : strlen(rest);
+  if (idl == 0 || idl >= sizeof id)
+    return respond_error(a, c, r, 404, "not_found", "no such session");
+  memcpy(id, rest, idl);
+  id[idl] = '\0';
+  const char *sub = slash ? slash + 1 : "";
+  if (!*sub) {
+    if (strcmp(method, "GET") == 0) {
+      cr_session_info info;
+      if (cr_mgr_info(a->mgr, id, r->caller, &info, &err) < 0)
+        return respond_error(a, c, r, 404, "not_found", "%s", err.msg);
+      return respond_json(a, c, r, 200, info_json(&info, true));
+    }
+    if (strcmp(method, "DELETE") == 0) {
+      if (cr_mgr_close(a->mgr, id, r->caller, &err) < 0)
+        return respond_error(a, c, r, 404, "not_found", "%s", err.msg);
+      cr_api_log(a, "session", "close id=%s caller=%s", id, r->caller[0] ? r->caller : "-");
+      return respond_json(a, c, r, 200, json_pack("{s:s, s:b}", "id", id, "closed", 1));
+    }
+    return respond_error(a, c, r, 405, "method_not_allowed", "a session takes GET or DELETE");
+  }
+  if (strcmp(sub, "execute") == 0 || strcmp(sub, "interrupt") == 0 ||
+      strcmp(sub, "restart") == 0) {
+    if (strcmp(method, "POST") != 0)
+      return respond_error(a, c, r, 405, "method_not_allowed", "%s takes POST", sub);
+    if (strcmp(sub, "execute") == 0)
+      return route_session_execute(a, c, r, id);
+    cr_session *s = cr_mgr_get(a->mgr, id, r->caller, &err);
+    if (!s)
+      return respond_error(a, c, r, 404, "not_found", "%s", err.msg);
+    enum MHD_Result ret;
+    if (strcmp(sub, "interrupt") == 0) {
+      bool was = cr_session_interrupt(s);
+      ret = respond_json(a, c, r, 200, json_pack("{s:b}", "interrupted", was));
+    } else if (cr_session_restart(s, &err) < 0) {
+      ret = respond_error(a, c, r, 500, "internal", "%s", err.msg);
+    } else {
+      ret = respond_json(a, c, r, 200, json_pack("{s:s, s:b}", "id", id, "restarted", 1));
+    }
+    cr_mgr_release(a->mgr, s);
+    return ret;
+  }
+  if (strcmp(sub, "files") == 0)
+    return route_files(a, c, r, id, method, NULL);
+  if (strncmp(sub, "files/", 6) == 0)
+    return route_files(a, c, r, id, method, sub + 6);
+  return respond_error(a, c, r, 404, "not_found", "no route %s under a session", sub);
+}
+
+/* ---- runtimes ----------------------------------------------------------- */
+
+static char *first_line_of(const char *const argv[]) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0)
+    return NULL;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(p[1], 1);
+    dup2(p[1], 2);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  close(p[1]);
+  char buf[256] = "";
+  ssize_t n = pid > 0 ? read(p[0], buf, sizeof buf - 1) : -1;
+  close(p[0]);
+  if (pid > 0)
+    waitpid(pid, NULL, 0);
+  if (n <= 0)
+    return NULL;
+  buf[n] = '\0';
+  buf[strcspn(buf, "\n")] = '\0';
+  return strdup(buf);
+}
+
+void cr_api_runtimes_init(cr_api *a) {
+  json_t *arr = json_array();
+  static const char *names[] = {"python", "node", "bash"};
+  for (size_t i = 0; i < 3; i++) {
+    const cr_runtime *rt = cr_runtime_find(names[i]);
+    const char *interp = cr_runtime_interpreter(rt);
+    if (!interp)
+      continue;
+    const char *argv[] = {interp, "--version", NULL};
+    char *ver = first_line_of(argv);
+    char *pk = cr_inventory_packages(names[i]);
+    json_t *pkgs = json_array();
+    for (char *t = pk ? strtok(pk, ",") : NULL; t; t = strtok(NULL, ",")) {
+      while (*t == ' ')
+        t++;
+      if (*t && strncmp(t, "and ", 4) != 0)
+        json_array_append_new(pkgs, json_string(t));
+    }
+    json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:o}", "language", names[i], "version",
+                                         ver ? ver : "", "interpreter", interp, "packages",
+                                         pkgs));
+    free(ver);
+    free(pk);
+  }
+  a->runtimes = json_pack("{s:o}", "runtimes", arr);
+}
+
+void cr_api_runtimes_free(cr_api *a) {
+  json_decref(a->runtimes);
+  a->runtimes = NULL;
+}
+
+/* ---- dispatch ------------------------------------------------------------- */
+
+static enum MHD_Result dispatch(cr_api *a, struct MHD_Connection *c, req *r, const char *url,
+                                const char *method) {
+  if (r->too_big)
+    return respond_error(a, c, r, 413, "body_too_large",
+                         "the request body is larger than the server's maximum of %zu bytes",
+                         a->o.max_body_bytes);
+  /* the path without the query */
+  char path[2048];
+  size_t pl = strcspn(url, "?");
+  if (pl >= sizeof path)
+    return respond_error(a, c, r, 400, "invalid_request", "the URL is too long");
+  memcpy(path, url, pl);
+  path[pl] = '\0';
+  if (strcmp(path, "/healthz") == 0) {
+    pthread_mutex_lock(&a->lock);
+    size_t running = a->running;
+    pthread_mutex_unlock(&a->lock);
+    return respond_json(a, c, r, 200,
+                        json_pack("{s:s, s:I, s:I}", "status", "ok", "sessions",
+                                  (json_int_t)cr_mgr_count(a->mgr), "running",
+                                  (json_int_t)running));
+  }
+  if (strcmp(path, "/metrics") == 0) {
+    char *m = cr_api_metrics(a);
+    return respond(a, c, r, 200, "text/plain; version=0.0.4", m, strlen(m));
+  }
+  if (strcmp(path, "/openapi.json") == 0) {
+    char *doc = malloc(cr_embed_openapi_json_len);
+    if (!doc)
+      return respond_error(a, c, r, 500, "internal", "out of memory");
+    memcpy(doc, cr_embed_openapi_json, cr_embed_openapi_json_len);
+    return respond(a, c, r, 200, "application/json", doc, cr_embed_openapi_json_len);
+  }
+  if (strncmp(path, "/v1/", 4) != 0)
+    return respond_error(a, c, r, 404, "not_found", "no route %s %s (see /openapi.json)", method,
+                         path);
+  const char *who =
+      cr_api_auth(a, a->mhd->lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"));
+  if (!who)
+    return respond_error(a, c, r, 401, "unauthorized",
+                         "send the header 'Authorization: Bearer KEY' with a valid API key");
+  r->caller = who;
+  const char *p = path + 4;
+  if (strcmp(p, "execute") == 0)
+    return strcmp(method, "POST") == 0
+               ? route_execute(a, c, r)
+               : respond_error(a, c, r, 405, "method_not_allowed", "/v1/execute takes POST");
+  if (strcmp(p, "grade") == 0)
+    return strcmp(method, "POST") == 0
+               ? route_grade(a, c, r)
+               : respond_error(a, c, r, 405, "method_not_allowed", "/v1/grade takes POST");
+  if (strcmp(p, "runtimes") == 0) {
+    json_incref(a->runtimes);
+    return respond_json(a, c, r, 200, a->runtimes);
+  }
+  if (strcmp(p, "sessions") == 0)
+    return route_sessions(a, c, r, method, "");
+  if (strncmp(p, "sessions/", 9) == 0)
+    return route_sessions(a, c, r, method, p + 9);
+  return respond_error(a, c, r, 404, "not_found", "no route %s %s (see /openapi.json)", method,
+                       path);
+}
+
+enum MHD_Result cr_api_handler(void *cls, struct MHD_Connection *c, const char *url,
+                               const char *method, const char *version, const char *upload,
+                               size_t *upload_size, void **con_cls) {
+  (void)version;
+  cr_api *a = cls;
+  req *r = *con_cls;
+  if (!r) {
+    r = calloc(1, sizeof *r);
+    if (!r)
+      return MHD_NO;
+    r->t0 = cr_api_now();
+    r->caller = "";
+    snprintf(r->method, sizeof r->method, "%s", method);
+    snprintf(r->path, sizeof r->path, "%.*s", (int)strcspn(url, "?"), url);
+    *con_cls = r;
+    return MHD_YES;
+  }
+  if (*upload_size) {
+    if (!r->too_big) {
+      if (r->body.len + *upload_size > a->o.max_body_bytes)
+        r->too_big = true;
+      else if (cr_buf_append(&r->body, upload, *upload_size) < 0)
+        r->too_big = true;
+      if (r->too_big)
+        cr_buf_free(&r->body);
+    }
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  atomic_fetch_add(&a->m_requests, 1);
+  return dispatch(a, c, r, url, method);
+}
+
+void cr_api_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                      enum MHD_RequestTerminationCode toe) {
+  (void)c;
+  cr_api *a = cls;
+  req *r = *con_cls;
+  if (!r)
+    return;
+  cr_api_log(a, "http", "%s %s status=%d caller=%s duration_ms=%.1f%s", r->method, r->path,
+             r->status,
+             r->caller && r->caller[0] ? r->caller : "-", (cr_api_now() - r->t0) * 1000,
+             toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (client gone)");
+  cr_buf_free(&r->body);
+  free(r);
+  *con_cls = NULL;
+}

@@ -1,0 +1,65 @@
+/* Private to src/api: the server's state and the route handlers. */
+#ifndef CORRAL_API_ROUTES_H
+#define CORRAL_API_ROUTES_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "api/mhd.h"
+#include "api/server.h"
+#include "exec/result.h"
+#include "session/session.h"
+
+#define CR_API_BUCKETS 12
+
+typedef struct cr_api_key {
+  char *key;
+  char *name;
+} cr_api_key;
+
+typedef struct cr_api {
+  const cr_mhd *mhd;
+  struct MHD_Daemon *d;
+  cr_server_opts o;
+  cr_session_mgr *mgr;
+  cr_api_key *keys;
+  size_t nkeys;
+  pthread_mutex_t lock;
+  pthread_cond_t cv;
+  size_t running, waiting, active_streams;
+  bool draining, cancel_all;
+  int *cancels;
+  size_t ncancels;
+  /* metrics (under lock, or atomic) */
+  unsigned long long m_exec[3][CR_ST_SANDBOX + 1];
+  unsigned long long m_lat[CR_API_BUCKETS], m_lat_count;
+  double m_lat_sum;
+  atomic_ullong m_sandboxes, m_rejected, m_requests;
+  pthread_mutex_t log_lock;
+  json_t *runtimes;   /* GET /v1/runtimes, computed once */
+} cr_api;
+
+double cr_api_now(void);
+/* The caller's name for a valid key ("" without keys), NULL if refused. */
+const char *cr_api_auth(cr_api *a, const char *authorization);
+/* A slot for an execution: 0, or -1 when the queue is full (429). */
+int cr_api_acquire(cr_api *a);
+void cr_api_release(cr_api *a);
+void cr_api_track_cancel(cr_api *a, int fd, bool add);
+void cr_api_count(cr_api *a, const cr_result *r, double secs);
+char *cr_api_metrics(cr_api *a);
+void cr_api_log(cr_api *a, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void cr_api_runtimes_init(cr_api *a);
+void cr_api_runtimes_free(cr_api *a);
+
+enum MHD_Result cr_api_handler(void *cls, struct MHD_Connection *c, const char *url,
+                               const char *method, const char *version, const char *upload,
+                               size_t *upload_size, void **con_cls);
+void cr_api_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                      enum MHD_RequestTerminationCode toe);
+
+#endif
