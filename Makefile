@@ -14,7 +14,7 @@ PYTHON    ?= /usr/bin/python3
 DEB_PACKAGES = gcc libc6-dev pkg-config meson ninja-build \
 	libseccomp-dev libjansson-dev libcmocka-dev libmicrohttpd-dev \
 	python3 python3-numpy python3-pandas python3-matplotlib python3-scipy \
-	nodejs bash python3-pytest bubblewrap hyperfine
+	nodejs bash python3-pytest bubblewrap hyperfine wrk curl
 
 .PHONY: all deps build run test unit integration asan bench doctor clean
 
@@ -70,6 +70,7 @@ asan: deps $(ASAN_BUILD)/build.ninja
 bench: build
 	bash bench/run.sh
 	$(BUILD)/session-bench 1000
+	bash bench/server.sh
 
 doctor: build
 	$(BUILD)/corral doctor
