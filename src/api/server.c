@@ -353,8 +353,12 @@ int cr_server_run(const cr_server_opts *o, cr_err *err) {
           (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
       0, NULL, NULL, cr_api_handler, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
       MHD_OPTION_NOTIFY_COMPLETED, cr_api_completed, a, MHD_OPTION_UNESCAPE_CALLBACK,
-      no_unescape, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)0,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1024, MHD_OPTION_END);
+      no_unescape, NULL,
+      /* A connection idle for a minute is closed (a slow or stalled client
+       * must not hold a thread forever); a running execution is not idle
+       * time: its handler holds the thread, not MHD. */
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_CONNECTION_LIMIT,
+      (unsigned int)1024, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)256, MHD_OPTION_END);
   if (!a->d) {
     cr_fail(err, 0, "cannot listen on %s (address in use, or not permitted)", o->listen);
     cr_mgr_free(a->mgr);
