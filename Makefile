@@ -16,7 +16,7 @@ DEB_PACKAGES = gcc libc6-dev pkg-config meson ninja-build \
 	python3 python3-numpy python3-pandas python3-matplotlib python3-scipy \
 	nodejs bash python3-pytest bubblewrap hyperfine wrk curl
 
-.PHONY: all deps build run test unit integration asan bench doctor clean
+.PHONY: all deps build run test e2b-deps unit integration asan bench doctor clean
 
 all: build
 
@@ -45,7 +45,14 @@ run: build
 	@$(BUILD)/corral run -c 'import statistics as s; d = [23, 45, 12, 67, 89, 34, 56]; print("mean", s.mean(d), "stdev", round(s.stdev(d), 4))'
 	$(BUILD)/corral serve --listen 127.0.0.1:8080
 
-test: build unit integration asan
+test: build e2b-deps unit integration asan
+
+# E2B's own SDK for the compatibility test, from npm, into tests/e2b
+# (git-ignored node_modules, versions pinned by package-lock.json).
+e2b-deps:
+	@command -v npm >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q npm; }
+	@test -d tests/e2b/node_modules/@e2b/code-interpreter || \
+		(cd tests/e2b && npm ci --no-audit --no-fund --loglevel=error)
 
 unit: build
 	meson test -C $(BUILD) --suite unit --print-errorlogs

@@ -268,10 +268,14 @@ struct stream {
   size_t code_len;
   double timeout_s;
   char caller[64];
+  bool e2b;               /* lines in E2B's code-interpreter format */
+  char **env_set;         /* E2B env_vars: set before the cell, restored after */
+  long exec_count;
 };
 
 static void stream_line(stream *st, json_t *j) {
-  char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10));
+  /* E2B's SDK decodes every network chunk on its own: ASCII lines only. */
+  char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10) | (st->e2b ? JSON_ENSURE_ASCII : 0));
   json_decref(j);
   if (!s)
     return;
@@ -286,14 +290,58 @@ static void stream_line(stream *st, json_t *j) {
 
 static json_t *text_json(const char *p, size_t n);
 
+static json_t *iso_time(double t);
+
+static double wall_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
 static void sink_output(void *ctx, int which, const char *data, size_t len) {
   stream *st = ctx;
-  stream_line(st, json_pack("{s:s, s:o}", "type", which == 1 ? "stdout" : "stderr", "text",
-                            text_json(data, len)));
+  json_t *j = json_pack("{s:s, s:o}", "type", which == 1 ? "stdout" : "stderr", "text",
+                        text_json(data, len));
+  if (st->e2b)
+    json_object_set_new(j, "timestamp", iso_time(wall_now()));
+  stream_line(st, j);
+}
+
+/* A MIME bundle as an E2B result line: the known types under their short
+ * names, everything else in extra. */
+static json_t *e2b_result(json_t *mime, bool main) {
+  static const struct {
+    const char *mime, *key;
+  } map[] = {{"text/plain", "text"},       {"text/html", "html"},
+             {"text/markdown", "markdown"}, {"image/svg+xml", "svg"},
+             {"image/png", "png"},          {"image/jpeg", "jpeg"},
+             {"application/pdf", "pdf"},    {"text/latex", "latex"},
+             {"application/json", "json"},  {"application/javascript", "javascript"}};
+  json_t *r = json_pack("{s:s}", "type", "result");
+  json_t *extra = json_object();
+  const char *k;
+  json_t *v;
+  json_object_foreach(mime, k, v) {
+    bool known = false;
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+      if (strcmp(k, map[i].mime) == 0) {
+        json_object_set(r, map[i].key, v);
+        known = true;
+      }
+    if (!known)
+      json_object_set(extra, k, v);
+  }
+  json_object_set_new(r, "extra", extra);
+  json_object_set_new(r, "is_main_result", json_boolean(main));
+  return r;
 }
 
 static void sink_display(void *ctx, json_t *mime, bool main) {
   stream *st = ctx;
+  if (st->e2b) {
+    stream_line(st, e2b_result(mime, main));
+    return;
+  }
   stream_line(st, json_pack("{s:s, s:O, s:b}", "type", main ? "result_value" : "display", "mime",
                             mime, "main", main));
 }
@@ -350,6 +398,11 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
 }
 
 static void job_free(stream *st) {
+  if (st->env_set) {
+    free(st->env_set[0]);
+    free(st->env_set[1]);
+    free(st->env_set);
+  }
   json_decref(st->req_json);
   for (size_t i = 0; i < st->nblobs; i++)
     free(st->blobs[i]);
@@ -395,8 +448,23 @@ static void finish_result(cr_api *a, stream *st, cr_result *res, double t0, cons
   cr_api_log(a, "exec", "%s caller=%s language=%s status=%s duration_ms=%.1f", what,
              st->caller[0] ? st->caller : "-", res->language ? res->language : "-",
              cr_status_name(res->status), res->duration_ms);
-  json_t *j = cr_result_to_json(res);
-  stream_line(st, json_pack("{s:s, s:o}", "type", "result", "result", j ? j : json_null()));
+  if (st->e2b) {
+    /* E2B's lines: the error (if any), then end_of_execution, always last. */
+    if (res->status != CR_ST_OK) {
+      const char *name = res->has_error && res->error.name ? res->error.name
+                         : res->status == CR_ST_INTERRUPTED ? "ExecutionAborted"
+                                                            : cr_status_name(res->status);
+      const char *value = res->has_error && res->error.message ? res->error.message
+                          : res->status == CR_ST_INTERRUPTED ? "Execution was aborted"
+                                                             : "";
+      stream_line(st, json_pack("{s:s, s:s, s:s, s:o}", "type", "error", "name", name, "value",
+                                value, "traceback", text_json(res->err, res->err_len)));
+    }
+    stream_line(st, json_pack("{s:s}", "type", "end_of_execution"));
+  } else {
+    json_t *j = cr_result_to_json(res);
+    stream_line(st, json_pack("{s:s, s:o}", "type", "result", "result", j ? j : json_null()));
+  }
   pthread_mutex_lock(&st->lock);
   st->finished = true;
   pthread_cond_broadcast(&st->cv);
@@ -422,6 +490,13 @@ static void *oneshot_worker(void *arg) {
   return NULL;
 }
 
+static void hidden_cell(cr_session *s, const char *code) {
+  cr_result r;
+  cr_err err;
+  cr_session_execute(s, code, strlen(code), 10, NULL, &r, &err);
+  cr_result_free(&r);
+}
+
 static void *session_worker(void *arg) {
   stream *st = arg;
   cr_api *a = st->a;
@@ -429,7 +504,15 @@ static void *session_worker(void *arg) {
   cr_sink sink = {.ctx = st, .on_output = sink_output, .on_display = sink_display};
   cr_result res;
   cr_err err = {0};
-  if (cr_session_execute(st->sess, st->code, st->code_len, st->timeout_s, &sink, &res, &err) < 0) {
+  if (st->e2b)
+    stream_line(st, json_pack("{s:s, s:I}", "type", "number_of_executions", "execution_count",
+                              (json_int_t)st->exec_count));
+  if (st->env_set)
+    hidden_cell(st->sess, st->env_set[0]);
+  int erc = cr_session_execute(st->sess, st->code, st->code_len, st->timeout_s, &sink, &res, &err);
+  if (st->env_set)
+    hidden_cell(st->sess, st->env_set[1]);
+  if (erc < 0) {
     cr_result_init(&res);
     res.status = CR_ST_SANDBOX;
     res.has_error = cr_error_for_limit(CR_CAT_SANDBOX, err.msg, &res.error) == 0;
@@ -1375,4 +1458,302 @@ void cr_api_completed(void *cls, struct MHD_Connection *c, void **con_cls,
   cr_buf_free(&r->body);
   free(r);
   *con_cls = NULL;
+}
+
+/* ---- E2B's code-interpreter protocol (the --e2b-port) --------------------
+ * The in-sandbox server E2B's SDKs talk to: POST /execute streams NDJSON
+ * lines (number_of_executions, stdout, stderr, result, error,
+ * end_of_execution last), and each context is a corral session. Errors are
+ * plain text as upstream sends them; the SDK reads only the status. */
+
+static enum MHD_Result e2b_text(cr_api *a, struct MHD_Connection *c, req *r, unsigned status,
+                                const char *text) {
+  char *b = strdup(text);
+  return b ? respond(a, c, r, status, "text/plain; charset=utf-8", b, strlen(b)) : MHD_NO;
+}
+
+static enum MHD_Result e2b_null(cr_api *a, struct MHD_Connection *c, req *r) {
+  return e2b_text(a, c, r, 200, "null");
+}
+
+/* E2B's language names onto ours; NULL for one we do not run. */
+static const char *e2b_language(const char *l) {
+  if (!l || !*l)
+    return "python";
+  const cr_runtime *rt = cr_runtime_find(l);
+  return rt ? rt->name : NULL;
+}
+
+static const char *e2b_reported_language(const char *ours) {
+  return strcmp(ours, "node") == 0 ? "javascript" : ours;
+}
+
+/* The default context of an owner for a language, created on first use. */
+static int e2b_default(cr_api *a, const char *owner, const char *lang, char id[40], cr_err *err) {
+  pthread_mutex_lock(&a->lock);
+  for (size_t i = 0; i < a->ndefaults; i++)
+    if (strcmp(a->defaults[i].owner, owner) == 0 && strcmp(a->defaults[i].language, lang) == 0) {
+      snprintf(id, 40, "%s", a->defaults[i].id);
+      pthread_mutex_unlock(&a->lock);
+      cr_session_info info;
+      if (cr_mgr_info(a->mgr, id, owner, &info, err) == 0)
+        return 0;
+      pthread_mutex_lock(&a->lock);
+      a->defaults[i] = a->defaults[--a->ndefaults]; /* it expired: make a new one */
+      break;
+    }
+  pthread_mutex_unlock(&a->lock);
+  cr_session_opts o;
+  cr_session_opts_init(&o);
+  o.language = lang;
+  o.timeout_s = a->o.max_timeout_s;
+  o.memory_bytes = a->o.default_memory_bytes;
+  o.output_limit = a->o.output_limit;
+  if (cr_mgr_open(a->mgr, &o, 86400, owner, id, err) < 0)
+    return -1;
+  atomic_fetch_add(&a->m_sandboxes, 1);
+  pthread_mutex_lock(&a->lock);
+  cr_e2b_default *d = realloc(a->defaults, (a->ndefaults + 1) * sizeof *d);
+  if (d) {
+    a->defaults = d;
+    snprintf(d[a->ndefaults].owner, sizeof d[a->ndefaults].owner, "%s", owner);
+    snprintf(d[a->ndefaults].language, sizeof d[a->ndefaults].language, "%s", lang);
+    snprintf(d[a->ndefaults].id, sizeof d[a->ndefaults].id, "%s", id);
+    a->ndefaults++;
+  }
+  pthread_mutex_unlock(&a->lock);
+  return 0;
+}
+
+int cr_e2b_prepare(cr_api *a, cr_err *err) {
+  char id[40];
+  return e2b_default(a, "", "python", id, err);
+}
+
+/* Code that sets (set=true) or restores the variables of env_vars, in the
+ * session's language. */
+static char *e2b_env_code(const char *lang, json_t *vars, bool set) {
+  cr_buf b = {0};
+  const char *k;
+  json_t *v;
+  if (strcmp(lang, "python") == 0) {
+    char *js = json_dumps(vars, JSON_COMPACT | JSON_ENSURE_ASCII);
+    /* A JSON object of strings, ASCII-escaped, is a Python dict literal. */
+    if (set)
+      cr_buf_appendf(&b, "import os as _corral_os\n"
+                         "_corral_saved_env = {k: _corral_os.environ.get(k) for k in %s}\n"
+                         "_corral_os.environ.update(%s)\n",
+                     js, js);
+    else
+      cr_buf_appendf(&b, "for _k, _v in _corral_saved_env.items():\n"
+                         "    _corral_os.environ.pop(_k, None) if _v is None else "
+                         "_corral_os.environ.__setitem__(_k, _v)\n");
+    free(js);
+  } else if (strcmp(lang, "node") == 0) {
+    char *js = json_dumps(vars, JSON_COMPACT | JSON_ENSURE_ASCII);
+    if (set)
+      cr_buf_appendf(&b, "globalThis.__corralSavedEnv = Object.fromEntries(Object.keys(%s).map("
+                         "k => [k, process.env[k]])); Object.assign(process.env, %s); undefined",
+                     js, js);
+    else
+      cr_buf_appendf(&b, "for (const [k, v] of Object.entries(globalThis.__corralSavedEnv)) "
+                         "{ if (v === undefined) delete process.env[k]; else process.env[k] = v; } "
+                         "undefined");
+    free(js);
+  } else {
+    json_object_foreach(vars, k, v) {
+      bool ok = *k && (isalpha((unsigned char)*k) || *k == '_');
+      for (const char *p = k; *p; p++)
+        ok = ok && (isalnum((unsigned char)*p) || *p == '_');
+      if (!ok || !json_is_string(v))
+        continue;
+      if (set) {
+        cr_buf_appendf(&b, "export %s='", k);
+        for (const char *p = json_string_value(v); *p; p++)
+          cr_buf_append(&b, *p == '\'' ? "'\\''" : p, *p == '\'' ? 4 : 1);
+        cr_buf_append(&b, "'\n", 2);
+      } else {
+        cr_buf_appendf(&b, "unset %s\n", k);
+      }
+    }
+    if (!b.len)
+      cr_buf_append(&b, ":", 1);
+  }
+  return cr_buf_steal(&b);
+}
+
+static enum MHD_Result e2b_execute(cr_api *a, struct MHD_Connection *c, req *r) {
+  json_error_t je;
+  json_t *j = r->body.len ? json_loadb(r->body.data, r->body.len, 0, &je) : NULL;
+  json_t *code = json_object_get(j, "code"), *ctx = json_object_get(j, "context_id"),
+         *lang = json_object_get(j, "language"), *vars = json_object_get(j, "env_vars");
+  enum MHD_Result ret;
+  bool vars_ok = true;
+  const char *vk;
+  json_t *vv;
+  if (json_is_object(vars))
+    json_object_foreach(vars, vk, vv) vars_ok = vars_ok && json_is_string(vv);
+  if (!json_is_object(j) || !json_is_string(code) || !vars_ok ||
+      (ctx && !json_is_null(ctx) && !json_is_string(ctx)) ||
+      (lang && !json_is_null(lang) && !json_is_string(lang)) ||
+      (vars && !json_is_null(vars) && !json_is_object(vars))) {
+    json_decref(j);
+    return e2b_text(a, c, r, 422, "the body must be {code: string, context_id?: string, "
+                                  "language?: string, env_vars?: object}");
+  }
+  const char *cid = json_is_string(ctx) ? json_string_value(ctx) : NULL;
+  const char *lname = json_is_string(lang) ? json_string_value(lang) : NULL;
+  if (cid && *cid && lname && *lname) {
+    json_decref(j);
+    return e2b_text(a, c, r, 400, "Only one of context_id or language can be provided");
+  }
+  char id[40];
+  cr_err err = {0};
+  const char *ours = NULL;
+  if (cid && *cid && strcmp(cid, "default") != 0) {
+    snprintf(id, sizeof id, "%s", cid);
+  } else {
+    ours = e2b_language(lname);
+    if (!ours) {
+      json_decref(j);
+      return e2b_text(a, c, r, 400, "unsupported language: use python, javascript or bash");
+    }
+    if (e2b_default(a, r->caller, ours, id, &err) < 0) {
+      json_decref(j);
+      return e2b_text(a, c, r, 500, err.msg);
+    }
+  }
+  cr_session *s = cr_mgr_get(a->mgr, id, r->caller, &err);
+  if (!s) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "Context %.40s not found", id);
+    json_decref(j);
+    return e2b_text(a, c, r, 404, msg);
+  }
+  if (cr_api_acquire(a) < 0) {
+    cr_mgr_release(a->mgr, s);
+    json_decref(j);
+    return e2b_text(a, c, r, 429, "too many executions running: retry later");
+  }
+  stream *st = stream_new(a, c, r->caller);
+  st->e2b = true;
+  st->sess = s;
+  st->code = strdup(json_string_value(code));
+  st->code_len = json_string_length(code);
+  cr_session_info info;
+  st->exec_count = cr_mgr_info(a->mgr, id, r->caller, &info, &err) == 0 ? (long)info.executions + 1 : 1;
+  if (json_is_object(vars) && json_object_size(vars)) {
+    const char *sl = cr_session_language(s);
+    st->env_set = calloc(2, sizeof *st->env_set);
+    st->env_set[0] = e2b_env_code(sl, vars, true);
+    st->env_set[1] = e2b_env_code(sl, vars, false);
+  }
+  json_decref(j);
+  if (st->code_len == 0) {
+    /* an empty cell: nothing to run, the stream still ends properly */
+    st->code = realloc(st->code, 2);
+    memcpy(st->code, cr_session_language(s)[0] == 'b' ? ":" : "0", 2);
+    st->code_len = 1;
+  }
+  ret = start_stream(a, c, r, st, session_worker);
+  return ret;
+}
+
+static json_t *e2b_context_json(const cr_session_info *i) {
+  return json_pack("{s:s, s:s, s:s}", "id", i->id, "language",
+                   e2b_reported_language(i->language), "cwd", "/workspace");
+}
+
+static int by_created(const void *x, const void *y) {
+  const cr_session_info *p = x, *q = y;
+  return p->created_at < q->created_at ? -1 : p->created_at > q->created_at;
+}
+
+enum MHD_Result cr_e2b_handler(void *cls, struct MHD_Connection *c, const char *url,
+                               const char *method, const char *version, const char *upload,
+                               size_t *upload_size, void **con_cls) {
+  cr_api *a = cls;
+  req *r = *con_cls;
+  if (!r || *upload_size)
+    return cr_api_handler(cls, c, url, method, version, upload, upload_size, con_cls);
+  atomic_fetch_add(&a->m_requests, 1);
+  if (r->too_big)
+    return e2b_text(a, c, r, 413, "request body too large");
+  char path[512];
+  snprintf(path, sizeof path, "%.*s", (int)strcspn(url, "?"), url);
+  if (strcmp(path, "/health") == 0)
+    return respond(a, c, r, 200, "application/json", strdup("\"OK\""), 4);
+  /* The same keys as the REST API, through E2B's header. */
+  if (a->nkeys) {
+    const char *tok = a->mhd->lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token");
+    char bearer[600];
+    snprintf(bearer, sizeof bearer, "Bearer %s", tok ? tok : "");
+    const char *who = cr_api_auth(a, bearer);
+    if (!tok || !who)
+      return e2b_text(a, c, r, 401, "Unauthorized");
+    r->caller = who;
+  }
+  cr_err err = {0};
+  if (strcmp(path, "/execute") == 0 && strcmp(method, "POST") == 0)
+    return e2b_execute(a, c, r);
+  if (strcmp(path, "/contexts") == 0 && strcmp(method, "GET") == 0) {
+    cr_session_info *v;
+    size_t n;
+    if (cr_mgr_list(a->mgr, r->caller, &v, &n) < 0)
+      return e2b_text(a, c, r, 500, "out of memory");
+    qsort(v, n, sizeof *v, by_created);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++)
+      json_array_append_new(arr, e2b_context_json(&v[i]));
+    free(v);
+    return respond_json(a, c, r, 200, arr);
+  }
+  if (strcmp(path, "/contexts") == 0 && strcmp(method, "POST") == 0) {
+    json_error_t je;
+    json_t *j = r->body.len ? json_loadb(r->body.data, r->body.len, 0, &je) : json_object();
+    json_t *l = json_object_get(j, "language");
+    const char *ours = e2b_language(json_is_string(l) ? json_string_value(l) : NULL);
+    if (!json_is_object(j) || (l && !json_is_null(l) && !json_is_string(l)) || !ours) {
+      json_decref(j);
+      return e2b_text(a, c, r, 400, "language must be python, javascript or bash");
+    }
+    json_decref(j);
+    cr_session_opts o;
+    cr_session_opts_init(&o);
+    o.language = ours;
+    o.timeout_s = a->o.max_timeout_s;
+    o.memory_bytes = a->o.default_memory_bytes;
+    o.output_limit = a->o.output_limit;
+    char id[40];
+    if (cr_mgr_open(a->mgr, &o, 86400, r->caller, id, &err) < 0)
+      return e2b_text(a, c, r, 500, err.msg);
+    atomic_fetch_add(&a->m_sandboxes, 1);
+    cr_session_info info;
+    if (cr_mgr_info(a->mgr, id, r->caller, &info, &err) < 0)
+      return e2b_text(a, c, r, 500, err.msg);
+    return respond_json(a, c, r, 200, e2b_context_json(&info));
+  }
+  if (strncmp(path, "/contexts/", 10) == 0) {
+    char id[64];
+    const char *rest = path + 10;
+    size_t idl = strcspn(rest, "/");
+    snprintf(id, sizeof id, "%.*s", (int)(idl < 60 ? idl : 60), rest);
+    const char *sub = rest + idl;
+    char nf[128];
+    snprintf(nf, sizeof nf, "Context %s not found", id);
+    if (strcmp(sub, "/restart") == 0 && strcmp(method, "POST") == 0) {
+      cr_session *s = cr_mgr_get(a->mgr, id, r->caller, &err);
+      if (!s)
+        return e2b_text(a, c, r, 404, nf);
+      int rc = cr_session_restart(s, &err);
+      cr_mgr_release(a->mgr, s);
+      return rc < 0 ? e2b_text(a, c, r, 500, err.msg) : e2b_null(a, c, r);
+    }
+    if (!*sub && strcmp(method, "DELETE") == 0) {
+      if (cr_mgr_close(a->mgr, id, r->caller, &err) < 0)
+        return e2b_text(a, c, r, 404, nf);
+      return e2b_null(a, c, r);
+    }
+  }
+  return e2b_text(a, c, r, 404, "Not Found");
 }

@@ -20,6 +20,12 @@ typedef struct cr_api_key {
   char *name;
 } cr_api_key;
 
+typedef struct cr_e2b_default {
+  char owner[64];
+  char language[16];
+  char id[40];
+} cr_e2b_default;
+
 typedef struct cr_api {
   const cr_mhd *mhd;
   struct MHD_Daemon *d;
@@ -40,6 +46,9 @@ typedef struct cr_api {
   atomic_ullong m_sandboxes, m_rejected, m_requests;
   pthread_mutex_t log_lock;
   json_t *runtimes;   /* GET /v1/runtimes, computed once */
+  struct MHD_Daemon *e2b;
+  cr_e2b_default *defaults;   /* E2B default contexts per owner and language */
+  size_t ndefaults;
 } cr_api;
 
 double cr_api_now(void);
@@ -61,5 +70,11 @@ enum MHD_Result cr_api_handler(void *cls, struct MHD_Connection *c, const char *
                                size_t *upload_size, void **con_cls);
 void cr_api_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe);
+/* E2B's code-interpreter protocol on its own port. */
+enum MHD_Result cr_e2b_handler(void *cls, struct MHD_Connection *c, const char *url,
+                               const char *method, const char *version, const char *upload,
+                               size_t *upload_size, void **con_cls);
+/* The default python context, which E2B clients expect to exist at start. */
+int cr_e2b_prepare(cr_api *a, cr_err *err);
 
 #endif

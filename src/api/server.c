@@ -365,6 +365,33 @@ int cr_server_run(const cr_server_opts *o, cr_err *err) {
     a->mgr = NULL;
     goto out;
   }
+  if (o->e2b_port > 0) {
+    /* The same address, E2B's port: their SDKs find the code interpreter
+     * there. */
+    struct sockaddr_storage es = ss;
+    if (es.ss_family == AF_INET6)
+      ((struct sockaddr_in6 *)&es)->sin6_port = htons((uint16_t)o->e2b_port);
+    else
+      ((struct sockaddr_in *)&es)->sin_port = htons((uint16_t)o->e2b_port);
+    a->e2b = mhd->start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+            (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+        0, NULL, NULL, cr_e2b_handler, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&es,
+        MHD_OPTION_NOTIFY_COMPLETED, cr_api_completed, a, MHD_OPTION_UNESCAPE_CALLBACK,
+        no_unescape, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1024, MHD_OPTION_END);
+    cr_err e2;
+    if (!a->e2b || cr_e2b_prepare(a, &e2) < 0) {
+      cr_fail(err, 0, "cannot serve the E2B protocol on port %d (%s)", o->e2b_port,
+              a->e2b ? e2.msg : "address in use, or not permitted");
+      if (a->e2b)
+        mhd->stop_daemon(a->e2b);
+      mhd->stop_daemon(a->d);
+      cr_mgr_free(a->mgr);
+      a->mgr = NULL;
+      goto out;
+    }
+  }
   const union MHD_DaemonInfo *di = mhd->get_daemon_info(a->d, MHD_DAEMON_INFO_BIND_PORT);
   char shown[160];
   snprintf(shown, sizeof shown, "%.*s:%u", (int)(strrchr(o->listen, ':') - o->listen), o->listen,
@@ -373,6 +400,8 @@ int cr_server_run(const cr_server_opts *o, cr_err *err) {
     fprintf(stderr, "corral serve: no --api-keys: serving loopback only, without "
                     "authentication\n");
   fprintf(stderr, "corral serve: listening on http://%s\n", shown);
+  if (a->e2b)
+    fprintf(stderr, "corral serve: E2B code-interpreter protocol on port %d\n", o->e2b_port);
   fprintf(stderr, "corral serve: try  curl -s http://%s/v1/execute -H 'Content-Type: "
                   "application/json' -d '{\"code\":\"print(6*7)\"}'\n",
           shown);
@@ -386,6 +415,8 @@ int cr_server_run(const cr_server_opts *o, cr_err *err) {
   /* Drain: no new connections; running executions get the grace period,
    * then are stopped; then every session is closed. */
   mhd->quiesce_daemon(a->d);
+  if (a->e2b)
+    mhd->quiesce_daemon(a->e2b);
   pthread_mutex_lock(&a->lock);
   a->draining = true;
   pthread_cond_broadcast(&a->cv);
@@ -410,6 +441,8 @@ int cr_server_run(const cr_server_opts *o, cr_err *err) {
   pthread_mutex_unlock(&a->lock);
   cr_mgr_interrupt_all(a->mgr);
   mhd->stop_daemon(a->d);
+  if (a->e2b)
+    mhd->stop_daemon(a->e2b);
   cr_mgr_free(a->mgr);
   a->mgr = NULL;
   cr_api_log(a, "server", "stopped");
@@ -421,6 +454,7 @@ out:
   }
   free(a->keys);
   free(a->cancels);
+  free(a->defaults);
   cr_api_runtimes_free(a);
   pthread_mutex_destroy(&a->lock);
   pthread_mutex_destroy(&a->log_lock);

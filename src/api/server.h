@@ -24,6 +24,7 @@ typedef struct cr_server_opts {
   size_t max_body_bytes;
   bool log_json;
   double drain_grace_s;
+  int e2b_port;               /* 0: no E2B-compatible port */
 } cr_server_opts;
 
 void cr_server_opts_init(cr_server_opts *o);

@@ -23,6 +23,7 @@ static const char usage[] =
     "  --output-limit BYTES  kept per stream (default 1048576)\n"
     "  --max-body BYTES      largest request body (default 67108864)\n"
     "  --log-format text|json\n"
+    "  --e2b-port PORT       also serve E2B's code-interpreter protocol on PORT (e.g. 49999)\n"
     "API: docs/api.md, or GET /openapi.json on the running server.\n";
 
 static int num(const char *opt, const char *v, double lo, double hi, double *out) {
@@ -46,7 +47,8 @@ int cr_cli_serve(int argc, char **argv) {
       {"max-memory", required_argument, NULL, 'M'},  {"timeout", required_argument, NULL, 't'},
       {"memory", required_argument, NULL, 'm'},      {"output-limit", required_argument, NULL, 'O'},
       {"max-body", required_argument, NULL, 'B'},    {"log-format", required_argument, NULL, 'L'},
-      {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
+      {"e2b-port", required_argument, NULL, 'E'},    {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
   optind = 1;
   opterr = 0;
   int c;
@@ -71,6 +73,7 @@ int cr_cli_serve(int argc, char **argv) {
       }
       o.log_json = strcmp(optarg, "json") == 0;
       break;
+    case 'E': if (num("--e2b-port", optarg, 1, 65535, &d) < 0) return 2; o.e2b_port = (int)d; break;
     case 'h': fputs(usage, stdout); return 0;
     default:
       fprintf(stderr, "corral serve: unknown or incomplete option '%s' (see --help)\n",
