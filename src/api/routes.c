@@ -342,8 +342,7 @@ static void sink_display(void *ctx, json_t *mime, bool main) {
     stream_line(st, e2b_result(mime, main));
     return;
   }
-  stream_line(st, json_pack("{s:s, s:O, s:b}", "type", main ? "result_value" : "display", "mime",
-                            mime, "main", main));
+  stream_line(st, json_pack("{s:s, s:O, s:b}", "type", "display", "mime", mime, "main", main));
 }
 
 static json_t *text_json(const char *p, size_t n) {
@@ -463,6 +462,15 @@ static void finish_result(cr_api *a, stream *st, cr_result *res, double t0, cons
     stream_line(st, json_pack("{s:s}", "type", "end_of_execution"));
   } else {
     json_t *j = cr_result_to_json(res);
+    /* what the run did to /workspace, then the result */
+    json_t *files = json_object_get(j, "files");
+    size_t i;
+    json_t *f;
+    json_array_foreach(files, i, f) {
+      json_t *ev = json_pack("{s:s}", "type", "file");
+      json_object_update(ev, f);
+      stream_line(st, ev);
+    }
     stream_line(st, json_pack("{s:s, s:o}", "type", "result", "result", j ? j : json_null()));
   }
   pthread_mutex_lock(&st->lock);
@@ -822,8 +830,15 @@ static enum MHD_Result route_grade(cr_api *a, struct MHD_Connection *c, req *r) 
       json_t *t = json_array_get(tests, i);
       static const char *const tf[] = {"stdin", "expected_output", NULL};
       json_t *ti = json_object_get(t, "stdin"), *te = json_object_get(t, "expected_output");
-      if (!json_is_object(t) || !check_fields(t, tf, msg, sizeof msg) ||
-          (ti && !json_is_null(ti) && !json_is_string(ti)) || !json_is_string(te)) {
+      if (json_is_object(t) && !check_fields(t, tf, msg, sizeof msg)) {
+        ret = respond_error(a, c, r, 400, "invalid_request",
+                            "tests[%zu]: unknown field '%s': allowed are stdin, expected_output", i,
+                            msg);
+        json_decref(j);
+        return ret;
+      }
+      if (!json_is_object(t) || (ti && !json_is_null(ti) && !json_is_string(ti)) ||
+          !json_is_string(te)) {
         ret = respond_error(a, c, r, 400, "invalid_request",
                             "tests[%zu] must be {stdin: string, expected_output: string}", i);
         json_decref(j);
@@ -1101,7 +1116,7 @@ static enum MHD_Result route_files(cr_api *a, struct MHD_Connection *c, req *r, 
     /* a listing; ?path=dir, default the workspace itself */
     const char *q = a->mhd->lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path");
     char *dir = NULL;
-    if (q && *q && strcmp(q, ".") != 0 && strcmp(q, "/") != 0) {
+    if (q && *q && strcmp(q, ".") != 0) {
       dir = pct_decode(q, strlen(q));
       if (!dir || !cr_sb_path_ok(dir)) {
         free(dir);
@@ -1361,6 +1376,10 @@ static enum MHD_Result dispatch(cr_api *a, struct MHD_Connection *c, req *r, con
     return respond_error(a, c, r, 400, "invalid_request", "the URL is too long");
   memcpy(path, url, pl);
   path[pl] = '\0';
+  bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+  if (!get && (strcmp(path, "/healthz") == 0 || strcmp(path, "/metrics") == 0 ||
+               strcmp(path, "/openapi.json") == 0))
+    return respond_error(a, c, r, 405, "method_not_allowed", "%s takes GET", path);
   if (strcmp(path, "/healthz") == 0) {
     pthread_mutex_lock(&a->lock);
     size_t running = a->running;
@@ -1400,6 +1419,8 @@ static enum MHD_Result dispatch(cr_api *a, struct MHD_Connection *c, req *r, con
                ? route_grade(a, c, r)
                : respond_error(a, c, r, 405, "method_not_allowed", "/v1/grade takes POST");
   if (strcmp(p, "runtimes") == 0) {
+    if (!get)
+      return respond_error(a, c, r, 405, "method_not_allowed", "/v1/runtimes takes GET");
     json_incref(a->runtimes);
     return respond_json(a, c, r, 200, a->runtimes);
   }
@@ -1426,6 +1447,14 @@ enum MHD_Result cr_api_handler(void *cls, struct MHD_Connection *c, const char *
     snprintf(r->method, sizeof r->method, "%s", method);
     snprintf(r->path, sizeof r->path, "%.*s", (int)strcspn(url, "?"), url);
     *con_cls = r;
+    /* A declared body over the maximum is refused before it is read. */
+    const char *cl = a->mhd->lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    if (cl && strtoull(cl, NULL, 10) > a->o.max_body_bytes) {
+      r->too_big = true;
+      return respond_error(a, c, r, 413, "body_too_large",
+                           "the request body is larger than the server's maximum of %zu bytes",
+                           a->o.max_body_bytes);
+    }
     return MHD_YES;
   }
   if (*upload_size) {

@@ -160,7 +160,7 @@ def check_result(r, why=""):
 
 def check_error(status, body, want_status, want_code=None, ctx=""):
     """An error response: the status and {"error": {"code", "message"}}."""
-    msg = f"{ctx}\n  got status {status}, body {body!r:.1500}"
+    msg = f": {ctx}\n  got status {status}, body {body!r:.1500}"
     assert status == want_status, f"expected {want_status}" + msg
     assert isinstance(body, dict) and isinstance(body.get("error"), dict), "error body is not JSON {error: {...}}" + msg
     err = body["error"]
