@@ -197,7 +197,7 @@ cr_session *cr_mgr_get(cr_session_mgr *m, const char *id, const char *owner, cr_
       return e->s;
     }
   pthread_mutex_unlock(&m->lock);
-  cr_fail(err, ENOENT, "no open session with id '%.40s': it was closed, it expired, or it never "
+  cr_fail(err, 0, "no open session with id '%.40s': it was closed, it expired, or it never "
                        "existed; open a new session",
           id);
   return NULL;
@@ -241,7 +241,7 @@ int cr_mgr_close(cr_session_mgr *m, const char *id, const char *owner, cr_err *e
       return 0;
     }
   pthread_mutex_unlock(&m->lock);
-  return cr_fail(err, ENOENT, "no open session with id '%.40s'", id);
+  return cr_fail(err, 0, "no open session with id '%.40s'", id);
 }
 
 size_t cr_mgr_count(cr_session_mgr *m) {
@@ -332,7 +332,7 @@ int cr_mgr_info(cr_session_mgr *m, const char *id, const char *owner, cr_session
       return 0;
     }
   pthread_mutex_unlock(&m->lock);
-  return cr_fail(err, ENOENT, "no open session with id '%.40s'", id);
+  return cr_fail(err, 0, "no open session with id '%.40s'", id);
 }
 
 void cr_mgr_touch(cr_session_mgr *m, cr_session *s) {

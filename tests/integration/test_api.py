@@ -496,7 +496,8 @@ def check_stream_lines(lines):
 
 
 def test_stream_oneshot_events_before_result(srv):
-    code = "import time\nprint('first', flush=True)\ntime.sleep(1)\nprint('second', flush=True)"
+    code = "import time\nprint('first', flush=True)\ntime.sleep(1)\nprint('second', flush=True)\n" \
+           "open('made.txt', 'w').write('abc')"
     with srv.stream("/v1/execute", {"code": code}) as s:
         assert s.status == 200, s.body_json()
         assert s.headers.get("content-type", "").startswith("application/x-ndjson"), s.headers
@@ -510,6 +511,10 @@ def test_stream_oneshot_events_before_result(srv):
     assert t_result - t_first >= 0.7, \
         f"the first line arrived only {t_result - t_first:.2f} s before the result: not streamed"
     assert "".join(o["text"] for _, o in lines if o["type"] == "stdout") == res["stdout"]
+    # the issue lists file events: one per file the run changed, before the result
+    fev = [o for _, o in lines if o["type"] == "file"]
+    assert [(o.get("path"), o.get("size"), o.get("change")) for o in fev] == [("made.txt", 3, "created")], \
+        f"file events {fev!r} (result files {res['files']!r})"
 
 
 def test_stream_session_cell(srv):
