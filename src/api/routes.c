@@ -444,7 +444,8 @@ static void stream_free(void *cls) {
 
 static void finish_result(cr_api *a, stream *st, cr_result *res, double t0, const char *what) {
   cr_api_count(a, res, cr_api_now() - t0);
-  cr_api_log(a, "exec", "%s caller=%s language=%s status=%s duration_ms=%.1f", what,
+  cr_api_log(a, "exec", "id=%llu %s caller=%s language=%s status=%s duration_ms=%.1f",
+             (unsigned long long)atomic_fetch_add(&a->m_exec_ids, 1) + 1, what,
              st->caller[0] ? st->caller : "-", res->language ? res->language : "-",
              cr_status_name(res->status), res->duration_ms);
   if (st->e2b) {
@@ -744,8 +745,8 @@ static enum MHD_Result route_execute(cr_api *a, struct MHD_Connection *c, req *r
   }
   atomic_fetch_add(&a->m_sandboxes, 1);
   cr_api_count(a, &res, cr_api_now() - t0);
-  cr_api_log(a, "exec", "oneshot caller=%s language=%s status=%s duration_ms=%.1f",
-             r->caller[0] ? r->caller : "-", res.language ? res.language : "-",
+  cr_api_log(a, "exec", "id=%llu oneshot caller=%s language=%s status=%s duration_ms=%.1f",
+             (unsigned long long)atomic_fetch_add(&a->m_exec_ids, 1) + 1, r->caller[0] ? r->caller : "-", res.language ? res.language : "-",
              cr_status_name(res.status), res.duration_ms);
   json_t *out = cr_result_to_json(&res);
   cr_result_free(&res);
@@ -1070,7 +1071,8 @@ static enum MHD_Result route_session_execute(cr_api *a, struct MHD_Connection *c
         ret = respond_error(a, c, r, 400, "invalid_request", "%s", err.msg);
       } else {
         cr_api_count(a, &res, cr_api_now() - t0);
-        cr_api_log(a, "exec", "session=%s caller=%s language=%s status=%s duration_ms=%.1f", id,
+        cr_api_log(a, "exec", "id=%llu session=%s caller=%s language=%s status=%s duration_ms=%.1f",
+                   (unsigned long long)atomic_fetch_add(&a->m_exec_ids, 1) + 1, id,
                    r->caller[0] ? r->caller : "-", res.language ? res.language : "-",
                    cr_status_name(res.status), res.duration_ms);
         json_t *out = cr_result_to_json(&res);

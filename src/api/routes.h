@@ -43,7 +43,7 @@ typedef struct cr_api {
   unsigned long long m_exec[3][CR_ST_SANDBOX + 1];
   unsigned long long m_lat[CR_API_BUCKETS], m_lat_count;
   double m_lat_sum;
-  atomic_ullong m_sandboxes, m_rejected, m_requests;
+  atomic_ullong m_sandboxes, m_rejected, m_requests, m_exec_ids;
   pthread_mutex_t log_lock;
   json_t *runtimes;   /* GET /v1/runtimes, computed once */
   struct MHD_Daemon *e2b;
