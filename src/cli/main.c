@@ -12,6 +12,7 @@ static const char usage[] =
     "usage: corral COMMAND [options]\n"
     "  run      run one program in a fresh sandbox and print its result\n"
     "  serve    the HTTP API (docs/api.md)\n"
+    "  mcp      MCP server over stdio (Claude Desktop, Cursor, Cline, VS Code)\n"
     "  session  a REPL over a sandboxed session: variables and files persist between cells\n"
     "  doctor   what this host supports and which fallback is in force\n"
     "  --version, --help\n"
@@ -25,6 +26,8 @@ int main(int argc, char **argv) {
   const char *cmd = argv[1];
   if (strcmp(cmd, "run") == 0)
     return cr_cli_run(argc - 1, argv + 1);
+  if (strcmp(cmd, "mcp") == 0)
+    return cr_cli_mcp(argc - 1, argv + 1);
   if (strcmp(cmd, "serve") == 0)
     return cr_cli_serve(argc - 1, argv + 1);
   if (strcmp(cmd, "session") == 0)
