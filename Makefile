@@ -56,6 +56,7 @@ e2b-deps:
 
 unit: build
 	meson test -C $(BUILD) --suite unit --print-errorlogs
+	$(PYTHON) -m pytest -q tests/drivers
 
 # Integration and hostile-corpus tests run fenced in a pids cgroup of their
 # own, so a wall that fails cannot take the machine down with a fork bomb.

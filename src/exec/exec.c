@@ -82,7 +82,9 @@ static int validate(const cr_exec_spec *s, const cr_runtime **rt, cr_err *err) {
     return cr_fail(err, 0, "output maximum %llu is below the output limit %llu: it must be at "
                            "least as large",
                    (unsigned long long)s->output_max, (unsigned long long)s->output_limit);
-  const char *code_name = s->code_name ? s->code_name : "";
+  /* the program's own file: an input of the same name would replace it */
+  const char *code_name = s->code_name ? s->code_name
+                                       : cr_runtime_code_name(*rt, s->code, s->code_len);
   if (s->code_name && (!cr_sb_path_ok(s->code_name) || strchr(s->code_name, '/')))
     return cr_fail(err, 0, "program file name '%s' is not a plain file name", s->code_name);
   for (size_t i = 0; i < s->nfiles; i++) {
@@ -493,7 +495,7 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
   if (sb.ws_fd >= 0 && res->status != CR_ST_SANDBOX) {
     cr_ws_list after = {0};
     if (cr_ws_scan(sb.ws_fd, &after, &e2) == 0 && cr_ws_diff(&before, &after, res) == 0 &&
-        spec->out_dir && cr_ws_copy_out(sb.ws_fd, res, spec->out_dir, &e2) < 0) {
+        spec->out_dir && cr_ws_copy_out(sb.ws_fd, res, spec->out_dir, spec->disk_bytes, &e2) < 0) {
       /* The run itself is reported as it was; the copy failure goes to
        * stderr of the result so it is not lost. */
       char note[CR_ERR_MSG_MAX + 32];

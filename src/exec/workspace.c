@@ -8,6 +8,7 @@
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 int cr_ws_list_add(cr_ws_list *l, const char *path, uint64_t size, struct timespec mtime) {
@@ -198,7 +199,9 @@ static int copy_fd(int in, int out) {
   }
 }
 
-int cr_ws_copy_out(int ws_fd, const cr_result *res, const char *out_dir, cr_err *err) {
+int cr_ws_copy_out(int ws_fd, const cr_result *res, const char *out_dir, uint64_t max_bytes,
+                   cr_err *err) {
+  uint64_t copied = 0;
   if (mkdir(out_dir, 0755) < 0 && errno != EEXIST)
     return cr_fail(err, errno, "creating the output directory %s", out_dir);
   int od = open(out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -227,6 +230,16 @@ int cr_ws_copy_out(int ws_fd, const cr_result *res, const char *out_dir, cr_err 
       close(in);
       continue;
     }
+    /* Hard links and sparse files could make a small workspace a large
+     * copy on the host: the whole copy is bounded by the workspace size. */
+    if (copied + (uint64_t)st.st_size > max_bytes) {
+      close(in);
+      rc = cr_fail(err, 0, "copying files out stopped at %llu bytes, the workspace size "
+                           "(hard links or sparse files would have made it larger)",
+                   (unsigned long long)copied);
+      break;
+    }
+    copied += (uint64_t)st.st_size;
     int dd = walk_parent(od, f->path, true, &leaf);
     if (dd < 0) {
       close(in);
@@ -269,9 +282,19 @@ int cr_ws_open(int ws_fd, const char *path, int flags, mode_t mode, uid_t uid, g
   int d = walk_parent_owned(ws_fd, path, create, &leaf, (uid_t)-1, (gid_t)-1);
   int fd = -1, e = 0;
   if (d >= 0) {
-    fd = openat(d, leaf, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+    /* O_NONBLOCK: a FIFO the program made must not block the supervisor;
+     * anything but a regular file or a directory is refused. */
+    fd = openat(d, leaf, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
     e = errno;
     close(d);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))) {
+      close(fd);
+      fd = -1;
+      e = EINVAL;
+    }
+    if (fd >= 0)
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   }
   if (old_uid != (uid_t)-1) {
     syscall(SYS_setfsuid, old_uid);

@@ -10,7 +10,9 @@
  * only memory wall, and result.limits.enforced_by says so. */
 #include "sandbox/internal.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -224,6 +226,30 @@ static void detect_v1(const proc_text *t, cr_host_info *h) {
   }
 }
 
+/* Groups left by a supervisor that died before removing them (kill -9):
+ * corral-<pid>-<n> whose pid no longer exists, and empty (rmdir refuses
+ * otherwise). Swept once per process. */
+static void sweep_stale(const char *base) {
+  if (!base[0])
+    return;
+  DIR *d = opendir(base);
+  if (!d)
+    return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    int pid;
+    unsigned seq;
+    if (sscanf(e->d_name, "corral-%d-%u", &pid, &seq) != 2 || pid <= 0 || pid == getpid())
+      continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH)
+      continue;
+    char p[600];
+    snprintf(p, sizeof p, "%s/%s", base, e->d_name);
+    rmdir(p);
+  }
+  closedir(d);
+}
+
 void cr_cg_detect(cr_host_info *h) {
   h->cg_mode = CR_CG_NONE;
   snprintf(h->cg_note, sizeof h->cg_note,
@@ -238,6 +264,10 @@ void cr_cg_detect(cr_host_info *h) {
   if (h->cg_mode == CR_CG_NONE)
     detect_v1(t, h);
   free(t);
+  if (h->cg_memory)
+    sweep_stale(h->cg_mem_base);
+  if (h->cg_pids && strcmp(h->cg_pids_base, h->cg_mem_base) != 0)
+    sweep_stale(h->cg_pids_base);
 }
 
 static atomic_uint g_seq;

@@ -188,6 +188,7 @@ typedef struct cr_host_info {
   int cap_last_cap;
   char kernel[200];
   char cg_note[256];        /* why cgroups are or are not used */
+  uintptr_t arg_start, arg_end, env_start, env_end;   /* this process's argv/environ strings */
 } cr_host_info;
 
 /* Detects once (thread-safe) and returns the cached result; never NULL. */

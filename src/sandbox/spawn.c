@@ -61,6 +61,31 @@ static void host_detect(void) {
   }
   h->userns = v > 0;
   h->seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
+  /* Where this process's command line and environment strings live (fields
+   * 48-51 of /proc/self/stat): each sandbox's PID 1 wipes its copy. */
+  f = fopen("/proc/self/stat", "re");
+  if (f) {
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *q = strrchr(buf, ')');
+    int field = 2;
+    unsigned long long addr[4] = {0};
+    while (q && *q) {
+      q = strchr(q, ' ');
+      if (!q)
+        break;
+      q++;
+      field++;
+      if (field >= 48 && field <= 51)
+        addr[field - 48] = strtoull(q, NULL, 10);
+    }
+    h->arg_start = (uintptr_t)addr[0];
+    h->arg_end = (uintptr_t)addr[1];
+    h->env_start = (uintptr_t)addr[2];
+    h->env_end = (uintptr_t)addr[3];
+  }
   h->landlock_abi = cr_landlock_abi();
   /* mount_setattr with a bad fd: EBADF/EINVAL means the call exists. */
   h->mount_setattr = syscall(SYS_mount_setattr, -1, "", 0, NULL, 0) < 0 && errno != ENOSYS;
@@ -313,10 +338,11 @@ static _Noreturn void run_init(const child_args *a) {
   int ctl = a->ctl;
   const char *step = "";
 
-  /* If the supervisor dies, the sandbox dies with it (PID 1 gone: the
-   * kernel kills the whole pid namespace). Set before waiting for "go": if
-   * the supervisor is already gone, the read below sees EOF. */
-  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  /* If the supervisor dies, the sandbox dies with it: PID 1 exits when the
+   * control socket hangs up (its loop below; EOF here), and the kernel then
+   * kills the whole pid namespace. Not PR_SET_PDEATHSIG: it follows the
+   * supervisor *thread* that cloned us (a server's connection thread ends
+   * long before its session) and a uid change clears it. */
   char go;
   ssize_t n;
   while ((n = read(ctl, &go, 1)) < 0 && errno == EINTR)
@@ -330,14 +356,6 @@ static _Noreturn void run_init(const child_args *a) {
   if ((rc = cr_cg_join_child(a->cg_join)) < 0)
     child_fail(ctl, "joining the sandbox's cgroup", -rc);
 
-  /* PID 1 is a copy of the supervisor's memory (environment, keys, file
-   * contents): non-dumpable makes /proc/1/{environ,mem,maps,fd} and ptrace
-   * of it refused to the program, which has no capability over the
-   * supervisor's user namespace. Done after the parent wrote our id maps
-   * (a non-dumpable child's /proc files belong to root). */
-  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-    child_fail(ctl, "making PID 1 non-dumpable", errno);
-
   /* Become the sandbox user while keeping the capabilities that the new
    * user namespace gave us for the setup below. */
   if (prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0)
@@ -348,6 +366,15 @@ static _Noreturn void run_init(const child_args *a) {
     child_fail(ctl, "setresgid", errno);
   if (syscall(SYS_setresuid, CR_SB_UID, CR_SB_UID, CR_SB_UID) < 0)
     child_fail(ctl, "setresuid", errno);
+
+  /* PID 1 is a copy of the supervisor's memory (environment, keys, file
+   * contents): non-dumpable makes /proc/1/{environ,mem,maps,fd} and ptrace
+   * of it refused to the program, which has no capability over the
+   * supervisor's user namespace. After the uid change, which would reset
+   * it, and after the parent wrote our id maps (a non-dumpable child's
+   * /proc files belong to root). */
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+    child_fail(ctl, "making PID 1 non-dumpable", errno);
 
   /* Our cgroup is now the sandbox's (the parent moved us before "go"): a
    * cgroup namespace rooted here hides the host's cgroup paths. */
@@ -363,6 +390,14 @@ static _Noreturn void run_init(const child_args *a) {
       close(a->cfg->files[i].fd);
   if ((rc = cr_mounts_pivot_child(a->plan, &step)) < 0)
     child_fail(ctl, step, -rc);
+
+  /* Wipe our copies of the supervisor's command line and environment, so
+   * /proc/1/cmdline (readable to anyone) shows nothing of the supervisor
+   * either. Only now: the file names copied above may point into them. */
+  if (a->host->arg_end > a->host->arg_start)
+    memset((void *)a->host->arg_start, 0, a->host->arg_end - a->host->arg_start);
+  if (a->host->env_end > a->host->env_start)
+    memset((void *)a->host->env_start, 0, a->host->env_end - a->host->env_start);
 
   if (sethostname("sandbox", 7) < 0)
     child_fail(ctl, "sethostname", errno);
@@ -386,10 +421,9 @@ static _Noreturn void run_init(const child_args *a) {
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
-  /* A persistent PID 1 learns of exits through a signalfd, polled together
-   * with the control socket. */
-  if (a->cfg->persistent)
-    sigprocmask(SIG_BLOCK, &chld, NULL);
+  /* PID 1 learns of exits through a signalfd, polled together with the
+   * control socket (whose hang-up means the supervisor is gone). */
+  sigprocmask(SIG_BLOCK, &chld, NULL);
   pid_t payload = raw_fork();
   if (payload < 0)
     child_fail(ctl, "forking the program", errno);
@@ -411,21 +445,8 @@ static _Noreturn void run_init(const child_args *a) {
     syscall(SYS_close_range, 0, (unsigned)ctl - 1, 0);
   syscall(SYS_close_range, (unsigned)ctl + 1, ~0U, 0);
 
-  if (!a->cfg->persistent) {
+  if (!a->cfg->persistent)
     drop_caps(a->host->cap_last_cap);
-    for (;;) {
-      int st;
-      pid_t p = waitpid(-1, &st, 0);
-      if (p == payload) {
-        /* The run is over when the program is: exiting kills whatever it
-         * left behind (daemons, double forks) with the namespace. */
-        send_msg(ctl, CR_CTL_EXIT, 0, st, NULL, -1);
-        _exit(0);
-      }
-      if (p < 0 && errno != EINTR)
-        _exit(CHILD_SETUP_FAILED);
-    }
-  }
 
   int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0)
@@ -447,6 +468,11 @@ static _Noreturn void run_init(const child_args *a) {
         if (p == payload) {
           payload = 0;
           send_msg(ctl, CR_CTL_EXIT, 0, st, NULL, -1);
+          /* A one-shot run is over when its program is: exiting kills
+           * whatever it left behind (daemons, double forks) with the
+           * namespace. */
+          if (!a->cfg->persistent)
+            _exit(0);
         }
     }
     if (fds[0].revents) {

@@ -91,15 +91,22 @@ static void arm(int tfd, double secs) {
 
 /* ---- frames ------------------------------------------------------------ */
 
-static int write_all(int fd, const char *p, size_t n) {
+/* Writes everything, but gives up after `secs`: a driver that stopped
+ * reading its requests (the program faked the end of a cell and hangs)
+ * must not hang the supervisor. */
+static int write_all(int fd, const char *p, size_t n, double secs) {
+  double deadline = now_s() + secs;
   while (n) {
     ssize_t w = write(fd, p, n);
     if (w < 0) {
       if (errno == EINTR)
         continue;
       if (errno == EAGAIN) {
+        double left = deadline - now_s();
+        if (left <= 0)
+          return -ETIMEDOUT;
         struct pollfd pf = {.fd = fd, .events = POLLOUT};
-        poll(&pf, 1, 1000);
+        poll(&pf, 1, (int)(left * 1000) + 1);
         continue;
       }
       return -errno;
@@ -113,7 +120,7 @@ static int write_all(int fd, const char *p, size_t n) {
 static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 static int send_request(cr_session *s, const char *type, uint64_t id, const char *code,
-                        size_t len) {
+                        size_t len, double secs) {
   cr_buf body = {0};
   int rc = cr_buf_appendf(&body, "{\"type\":\"%s\",\"id\":%llu", type, (unsigned long long)id);
   if (rc == 0 && code) {
@@ -141,7 +148,7 @@ static int send_request(cr_session *s, const char *type, uint64_t id, const char
   if (rc == 0)
     rc = cr_buf_append(&frame, body.data, body.len);
   if (rc == 0)
-    rc = write_all(s->req_w, frame.data, frame.len);
+    rc = write_all(s->req_w, frame.data, frame.len, secs);
   else
     rc = -ENOMEM;
   cr_buf_free(&body);
@@ -153,8 +160,11 @@ static int send_request(cr_session *s, const char *type, uint64_t id, const char
  * Returns 1 with *ev set (caller decrefs), 0 when no complete frame is
  * buffered, -1 at EOF or on a malformed frame. */
 static int next_event(cr_session *s, json_t **ev, bool *eof) {
+  /* Read a bounded amount per call, and never buffer more than one frame's
+   * worth: the driver runs the program's code, which can write anything to
+   * this pipe as fast as it likes. */
   char tmp[65536];
-  for (;;) {
+  for (int i = 0; i < 16 && s->evbuf.len <= MAX_FRAME + 32; i++) {
     ssize_t n = read(s->ev_r, tmp, sizeof tmp);
     if (n > 0) {
       if (cr_buf_append(&s->evbuf, tmp, (size_t)n) < 0)
@@ -583,6 +593,28 @@ int cr_session_execute(cr_session *s, const char *code, size_t len, double timeo
     end_turn(s);
     return cr_fail(err, 0, "the session's sandbox is gone: close it and open a new one");
   }
+  /* The driver may have died between cells (a timer in the program calling
+   * os._exit): its exit message is waiting. Start a fresh one first. */
+  for (;;) {
+    struct pollfd cp = {.fd = s->sb.ctl_fd, .events = POLLIN};
+    if (s->sb.ctl_fd < 0 || poll(&cp, 1, 0) <= 0)
+      break;
+    cr_ctl_msg m;
+    cr_err e0;
+    int r = cr_sb_read_ctl(&s->sb, &m, &e0);
+    if (r == 0) {
+      s->broken = true;
+      break;
+    }
+    if (r == 1 && m.type == CR_CTL_EXIT)
+      s->driver_alive = false;
+    if (r < 0)
+      break;
+  }
+  if (s->broken) {
+    end_turn(s);
+    return cr_fail(err, 0, "the session's sandbox is gone: close it and open a new one");
+  }
   if (!s->driver_alive && driver_start(s, err) < 0) {
     end_turn(s);
     return -1;
@@ -624,10 +656,12 @@ int cr_session_execute(cr_session *s, const char *code, size_t len, double timeo
   const char *done_status = NULL;
   int bash_exit = -1;
   bool done = false, died = false, timed_out = false, interrupted = false, flooded = false,
-       sent_int = false, killed = false, ev_eof = false, out_eof = false, err_eof = false;
+       sent_int = false, killed = false, ev_eof = false, out_eof = false, err_eof = false,
+       malformed = false;
+  size_t rich_bytes = 0;
   int died_status = 0;
 
-  if (send_request(s, "execute", id, code, len) < 0) {
+  if (send_request(s, "execute", id, code, len, limit) < 0) {
     died = true; /* the driver's request pipe is closed: it is gone */
   }
   while (!done && !died) {
@@ -649,13 +683,24 @@ int cr_session_execute(cr_session *s, const char *code, size_t len, double timeo
       drain_stream(s->err_r, &errc, 2, sink, &over, s->o.output_max, &err_eof);
     if (pf[2].revents) {
       json_t *ev = NULL;
-      int r;
-      while ((r = next_event(s, &ev, &ev_eof)) == 1) {
+      int r, budget = 256; /* then back to poll: the timers must keep running */
+      while (budget-- > 0 && (r = next_event(s, &ev, &ev_eof)) == 1) {
         const char *t = json_string_value(json_object_get(ev, "type"));
         json_int_t eid = json_integer_value(json_object_get(ev, "id"));
         if (t && (uint64_t)eid == id) {
           if (strcmp(t, "display") == 0 || strcmp(t, "result") == 0) {
             bool is_main = strcmp(t, "result") == 0;
+            /* Rich outputs count against the cell's output maximum, and at
+             * most 256 are kept: the supervisor's memory is outside every
+             * cgroup. */
+            char *dump = json_dumps(json_object_get(ev, "mime"), JSON_COMPACT);
+            rich_bytes += dump ? strlen(dump) : 0;
+            free(dump);
+            if (rich_bytes > s->o.output_max || res->nresults >= 256) {
+              over = true;
+              json_decref(ev);
+              continue;
+            }
             add_rich(res, json_object_get(ev, "mime"), is_main);
             if (sink && sink->on_display && json_is_object(json_object_get(ev, "mime")))
               sink->on_display(sink->ctx, json_object_get(ev, "mime"), is_main);
@@ -676,10 +721,10 @@ int cr_session_execute(cr_session *s, const char *code, size_t len, double timeo
         }
         json_decref(ev);
       }
-      if (r < 0 && !killed) {
+      if (budget >= 0 && r < 0 && !killed) {
         /* A malformed frame: the driver cannot be trusted to go on. */
         cr_sb_signal(&s->sb, SIGKILL, &e2);
-        killed = true;
+        killed = malformed = true;
       }
     }
     if (pf[3].revents) {
@@ -775,6 +820,17 @@ int cr_session_execute(cr_session *s, const char *code, size_t len, double timeo
       snprintf(detail, sizeof detail, "the session used more than its memory limit of %llu MiB",
                (unsigned long long)(s->o.memory_bytes >> 20));
       set_limit_error(res, CR_CAT_MEMORY, detail, lost);
+    } else if (malformed) {
+      res->status = CR_ST_ERROR;
+      cr_error_info_free(&res->error);
+      res->error = (cr_error_info){
+          .category = CR_CAT_RUNTIME,
+          .name = strdup("ProtocolError"),
+          .message = strdup("the program wrote into the session driver's event channel (fd 4)"),
+          .retryable = true,
+          .hint = strdup(lost),
+      };
+      res->has_error = true;
     } else if (timed_out || killed) {
       res->status = timed_out ? CR_ST_TIMEOUT : flooded ? CR_ST_OUTPUT : CR_ST_INTERRUPTED;
       snprintf(detail, sizeof detail,

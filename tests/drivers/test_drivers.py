@@ -80,7 +80,9 @@ class Driver:
             signal.signal(signal.SIGINT, sigint)
 
         env = {"HOME": str(workdir), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-               "CORRAL_SESSION": "1"}
+               "CORRAL_SESSION": "1",
+               # corral_mpl is imported from the source tree: no __pycache__ there
+               "PYTHONDONTWRITEBYTECODE": "1"}
         # close_fds=False: fds 3 and 4 are made in preexec_fn, after the
         # parent's pipes (all close-on-exec) are chosen; close_fds would
         # close them.
