@@ -47,12 +47,15 @@ run: build
 
 test: build e2b-deps unit integration asan
 
-# E2B's own SDK for the compatibility test, from npm, into tests/e2b
+# E2B's own SDK and the official MCP SDK for their tests, from npm, into
+# tests/e2b and tests/mcp
 # (git-ignored node_modules, versions pinned by package-lock.json).
 e2b-deps:
 	@command -v npm >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q npm; }
 	@test -d tests/e2b/node_modules/@e2b/code-interpreter || \
 		(cd tests/e2b && npm ci --no-audit --no-fund --loglevel=error)
+	@test -d tests/mcp/node_modules/@modelcontextprotocol/sdk || \
+		(cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error)
 
 unit: build
 	meson test -C $(BUILD) --suite unit --print-errorlogs

@@ -11,11 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "api/mcp.h"
 #include "api/routes.h"
 #include "exec/exec.h"
 #include "exec/workspace.h"
@@ -1363,6 +1365,199 @@ void cr_api_runtimes_free(cr_api *a) {
   a->runtimes = NULL;
 }
 
+
+/* ---- MCP over Streamable HTTP (/mcp) ----------------------------------- */
+
+static bool origin_ok(const char *origin) {
+  /* DNS rebinding: a browser page from elsewhere must not reach a local
+   * server (the MCP specification asks servers to check Origin). */
+  if (!origin)
+    return true;
+  static const char *const ok_hosts[] = {"http://localhost", "http://127.0.0.1", "http://[::1]",
+                                         "https://localhost", "https://127.0.0.1",
+                                         "https://[::1]"};
+  for (size_t i = 0; i < sizeof ok_hosts / sizeof *ok_hosts; i++) {
+    size_t n = strlen(ok_hosts[i]);
+    if (strncmp(origin, ok_hosts[i], n) == 0 && (origin[n] == '\0' || origin[n] == ':'))
+      return true;
+  }
+  return false;
+}
+
+static enum MHD_Result mcp_json(cr_api *a, struct MHD_Connection *c, req *r, unsigned status,
+                                json_t *j, const char *session_id) {
+  char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10));
+  json_decref(j);
+  if (!s)
+    return MHD_NO;
+  struct MHD_Response *resp =
+      a->mhd->create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+  if (!resp) {
+    free(s);
+    return MHD_NO;
+  }
+  a->mhd->add_response_header(resp, "Content-Type", "application/json");
+  if (session_id)
+    a->mhd->add_response_header(resp, "Mcp-Session-Id", session_id);
+  r->status = (int)status;
+  enum MHD_Result ret = a->mhd->queue_response(c, status, resp);
+  a->mhd->destroy_response(resp);
+  return ret;
+}
+
+static enum MHD_Result mcp_empty(cr_api *a, struct MHD_Connection *c, req *r, unsigned status) {
+  return respond(a, c, r, status, "application/json", strdup(""), 0);
+}
+
+static json_t *rpc_error(int code, const char *msg) {
+  return json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error", "code", code,
+                   "message", msg);
+}
+
+/* Borrows an MCP session by id for owner (refs++); false if there is none. */
+static bool mcp_get(cr_api *a, const char *id, const char *owner) {
+  bool found = false;
+  pthread_mutex_lock(&a->lock);
+  for (size_t i = 0; i < a->nmcps; i++)
+    if (!a->mcps[i].closing && strcmp(a->mcps[i].id, id) == 0 &&
+        strcmp(a->mcps[i].owner, owner) == 0) {
+      a->mcps[i].refs++;
+      a->mcps[i].last = cr_api_now();
+      found = true;
+      break;
+    }
+  pthread_mutex_unlock(&a->lock);
+  return found;
+}
+
+static struct cr_mcp *mcp_of(cr_api *a, const char *id) {
+  struct cr_mcp *m = NULL;
+  pthread_mutex_lock(&a->lock);
+  for (size_t i = 0; i < a->nmcps; i++)
+    if (strcmp(a->mcps[i].id, id) == 0)
+      m = a->mcps[i].m;
+  pthread_mutex_unlock(&a->lock);
+  return m;
+}
+
+static void mcp_put(cr_api *a, const char *id) {
+  struct cr_mcp *victim = NULL;
+  pthread_mutex_lock(&a->lock);
+  for (size_t i = 0; i < a->nmcps; i++)
+    if (strcmp(a->mcps[i].id, id) == 0) {
+      a->mcps[i].refs--;
+      if (a->mcps[i].refs == 0 && a->mcps[i].closing) {
+        victim = a->mcps[i].m;
+        a->mcps[i] = a->mcps[--a->nmcps];
+      }
+      break;
+    }
+  pthread_mutex_unlock(&a->lock);
+  cr_mcp_free(victim); /* closes its sandboxes */
+}
+
+void cr_mcp_http_free_all(cr_api *a) {
+  for (size_t i = 0; i < a->nmcps; i++)
+    cr_mcp_free(a->mcps[i].m);
+  free(a->mcps);
+  a->mcps = NULL;
+  a->nmcps = 0;
+}
+
+static enum MHD_Result route_mcp(cr_api *a, struct MHD_Connection *c, req *r,
+                                 const char *method) {
+  if (!origin_ok(a->mhd->lookup_connection_value(c, MHD_HEADER_KIND, "Origin")))
+    return mcp_json(a, c, r, 403, rpc_error(-32600, "Forbidden: Origin is not a loopback origin"),
+                    NULL);
+  const char *who =
+      cr_api_auth(a, a->mhd->lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"));
+  if (!who)
+    return mcp_json(a, c, r, 401,
+                    rpc_error(-32600, "Unauthorized: send Authorization: Bearer KEY"), NULL);
+  r->caller = who;
+  const char *sid = a->mhd->lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
+  if (strcmp(method, "GET") == 0)
+    return mcp_json(a, c, r, 405,
+                    rpc_error(-32000, "Method Not Allowed: this server sends no server-initiated "
+                                      "messages; use POST"),
+                    NULL);
+  if (strcmp(method, "DELETE") == 0) {
+    if (!sid)
+      return mcp_json(a, c, r, 400, rpc_error(-32000, "Bad Request: Mcp-Session-Id is missing"),
+                      NULL);
+    if (!mcp_get(a, sid, who))
+      return mcp_json(a, c, r, 404, rpc_error(-32001, "Session not found"), NULL);
+    pthread_mutex_lock(&a->lock);
+    for (size_t i = 0; i < a->nmcps; i++)
+      if (strcmp(a->mcps[i].id, sid) == 0)
+        a->mcps[i].closing = true;
+    pthread_mutex_unlock(&a->lock);
+    char id[40];
+    snprintf(id, sizeof id, "%s", sid);
+    mcp_put(a, id);
+    return mcp_empty(a, c, r, 200);
+  }
+  if (strcmp(method, "POST") != 0)
+    return mcp_json(a, c, r, 405, rpc_error(-32000, "Method Not Allowed"), NULL);
+  json_error_t je;
+  json_t *msg = r->body.len ? json_loadb(r->body.data, r->body.len, 0, &je) : NULL;
+  if (!msg)
+    return mcp_json(a, c, r, 400, cr_mcp_parse_error(r->body.len ? je.text : "empty body"), NULL);
+  if (cr_mcp_is(msg, "initialize")) {
+    cr_toolbox_opts to;
+    cr_toolbox_opts_init(&to);
+    to.timeout_s = a->o.default_timeout_s;
+    to.memory_bytes = a->o.default_memory_bytes;
+    struct cr_mcp *m = cr_mcp_new(&to);
+    json_t *resp = m ? cr_mcp_handle(m, msg) : NULL;
+    json_decref(msg);
+    if (!resp || json_object_get(resp, "error")) {
+      cr_mcp_free(m);
+      return mcp_json(a, c, r, resp ? 400 : 500, resp ? resp : rpc_error(-32603, "out of memory"),
+                      NULL);
+    }
+    cr_mcp_conn conn = {.m = m, .last = cr_api_now()};
+    unsigned char rnd[16];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+      for (size_t i = 0; i < sizeof rnd; i++)
+        rnd[i] = (unsigned char)(rand() & 0xff);
+    for (size_t i = 0; i < sizeof rnd; i++)
+      sprintf(conn.id + 2 * i, "%02x", rnd[i]);
+    snprintf(conn.owner, sizeof conn.owner, "%s", who);
+    pthread_mutex_lock(&a->lock);
+    cr_mcp_conn *v = realloc(a->mcps, (a->nmcps + 1) * sizeof *v);
+    if (v) {
+      a->mcps = v;
+      v[a->nmcps++] = conn;
+    }
+    pthread_mutex_unlock(&a->lock);
+    if (!v) {
+      cr_mcp_free(m);
+      json_decref(resp);
+      return mcp_json(a, c, r, 500, rpc_error(-32603, "out of memory"), NULL);
+    }
+    return mcp_json(a, c, r, 200, resp, conn.id);
+  }
+  if (!sid) {
+    json_decref(msg);
+    return mcp_json(a, c, r, 400,
+                    rpc_error(-32000, "Bad Request: Mcp-Session-Id is missing (initialize first)"),
+                    NULL);
+  }
+  char id[40];
+  snprintf(id, sizeof id, "%s", sid);
+  if (!mcp_get(a, id, who)) {
+    json_decref(msg);
+    return mcp_json(a, c, r, 404, rpc_error(-32001, "Session not found"), NULL);
+  }
+  json_t *resp = cr_mcp_handle(mcp_of(a, id), msg);
+  json_decref(msg);
+  mcp_put(a, id);
+  if (!resp)
+    return mcp_empty(a, c, r, 202); /* a notification or a response */
+  return mcp_json(a, c, r, 200, resp, NULL);
+}
+
 /* ---- dispatch ------------------------------------------------------------- */
 
 static enum MHD_Result dispatch(cr_api *a, struct MHD_Connection *c, req *r, const char *url,
@@ -1402,6 +1597,8 @@ static enum MHD_Result dispatch(cr_api *a, struct MHD_Connection *c, req *r, con
     memcpy(doc, cr_embed_openapi_json, cr_embed_openapi_json_len);
     return respond(a, c, r, 200, "application/json", doc, cr_embed_openapi_json_len);
   }
+  if (strcmp(path, "/mcp") == 0)
+    return route_mcp(a, c, r, method);
   if (strncmp(path, "/v1/", 4) != 0)
     return respond_error(a, c, r, 404, "not_found", "no route %s %s (see /openapi.json)", method,
                          path);

@@ -26,6 +26,17 @@ typedef struct cr_e2b_default {
   char id[40];
 } cr_e2b_default;
 
+struct cr_mcp;
+
+typedef struct cr_mcp_conn {
+  char id[40];
+  char owner[64];
+  struct cr_mcp *m;
+  int refs;
+  bool closing;
+  double last;
+} cr_mcp_conn;
+
 typedef struct cr_api {
   const cr_mhd *mhd;
   struct MHD_Daemon *d;
@@ -49,6 +60,8 @@ typedef struct cr_api {
   struct MHD_Daemon *e2b;
   cr_e2b_default *defaults;   /* E2B default contexts per owner and language */
   size_t ndefaults;
+  cr_mcp_conn *mcps;          /* MCP sessions of /mcp (Streamable HTTP) */
+  size_t nmcps;
 } cr_api;
 
 double cr_api_now(void);
@@ -74,6 +87,8 @@ void cr_api_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 enum MHD_Result cr_e2b_handler(void *cls, struct MHD_Connection *c, const char *url,
                                const char *method, const char *version, const char *upload,
                                size_t *upload_size, void **con_cls);
+/* MCP at /mcp (Streamable HTTP); every MCP session is freed at stop. */
+void cr_mcp_http_free_all(cr_api *a);
 /* The default python context, which E2B clients expect to exist at start. */
 int cr_e2b_prepare(cr_api *a, cr_err *err);
 

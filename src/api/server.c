@@ -443,6 +443,7 @@ int cr_server_run(const cr_server_opts *o, cr_err *err) {
   mhd->stop_daemon(a->d);
   if (a->e2b)
     mhd->stop_daemon(a->e2b);
+  cr_mcp_http_free_all(a);
   cr_mgr_free(a->mgr);
   a->mgr = NULL;
   cr_api_log(a, "server", "stopped");

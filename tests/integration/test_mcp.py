@@ -1,0 +1,131 @@
+"""MCP: the official TypeScript SDK (@modelcontextprotocol/sdk, from npm,
+installed by the test set-up into tests/mcp/node_modules) against `corral
+mcp` over stdio and `corral serve` at /mcp, plus the protocol's error paths
+by hand: malformed lines, unknown methods, invalid params, versions,
+sessions, Origin."""
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import REPO, corral_path
+
+MCP_DIR = REPO / "tests" / "mcp"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = free_port()
+    p = subprocess.Popen([corral_path(), "serve", "--listen", f"127.0.0.1:{port}"],
+                         stderr=subprocess.PIPE)
+    seen = b""
+    deadline = time.monotonic() + 30
+    while b"listening on" not in seen:
+        if time.monotonic() > deadline or p.poll() is not None:
+            p.kill()
+            pytest.fail(f"corral serve did not start: {seen!r}")
+        seen += p.stderr.readline()
+    yield port
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(30) == 0
+
+
+def test_official_sdk_stdio_and_http(server):
+    if not (MCP_DIR / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
+        pytest.fail("the MCP SDK is not installed: run `make test` (npm ci in tests/mcp)")
+    node = shutil.which("node") or "/usr/bin/node"
+    r = subprocess.run([node, "mcp-check.mjs"], cwd=MCP_DIR, capture_output=True, timeout=300,
+                       env={**os.environ, "CORRAL": corral_path(),
+                            "BASE": f"http://127.0.0.1:{server}"})
+    out = r.stdout.decode()
+    assert r.returncode == 0 and "FAIL" not in out, out + r.stderr.decode()[-3000:]
+    assert "14 passed, 0 failed" in out, out
+
+
+def stdio(lines, timeout=60):
+    p = subprocess.run([corral_path(), "mcp"], input="".join(l + "\n" for l in lines).encode(),
+                       capture_output=True, timeout=timeout)
+    assert p.returncode == 0, p.stderr
+    return [json.loads(l) for l in p.stdout.decode().splitlines()]
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def test_stdio_errors_and_keeps_running():
+    out = stdio([json.dumps(INIT), "this is not json", "[1, 2]",
+                 json.dumps({"jsonrpc": "2.0", "id": 2, "method": "no/such"}),
+                 json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                             "params": {"name": "run_python", "arguments": {"code": 7}}}),
+                 json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                             "params": {"arguments": {}}}),
+                 json.dumps({"jsonrpc": "1.0", "id": 5, "method": "ping"}),
+                 json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                 json.dumps({"jsonrpc": "2.0", "id": 6, "method": "ping"})])
+    by_id = {m.get("id"): m for m in out}
+    assert out[0]["result"]["serverInfo"]["name"] == "corral"
+    assert "instructions" in out[0]["result"]
+    errors = [m["error"]["code"] for m in out if "error" in m]
+    assert -32700 in errors            # parse error
+    assert -32600 in errors            # invalid request (array, jsonrpc 1.0)
+    assert by_id[2]["error"]["code"] == -32601
+    assert by_id[3]["error"]["code"] == -32602 and "code" in by_id[3]["error"]["message"]
+    assert by_id[4]["error"]["code"] == -32602
+    assert by_id[6]["result"] == {}   # still answering after all that
+    assert len(out) == 8               # the notification got no answer
+
+
+@pytest.mark.parametrize("asked,answered", [("2025-06-18", "2025-06-18"),
+                                            ("2024-11-05", "2024-11-05"),
+                                            ("2025-03-26", "2025-03-26"),
+                                            ("2025-11-25", "2025-11-25"),
+                                            ("2099-01-01", "2025-11-25")])
+def test_version_negotiation(asked, answered):
+    init = json.loads(json.dumps(INIT))
+    init["params"]["protocolVersion"] = asked
+    assert stdio([json.dumps(init)])[0]["result"]["protocolVersion"] == answered
+
+
+def post(port, body, headers=None, method="POST"):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    h.update(headers or {})
+    c.request(method, "/mcp", body=json.dumps(body) if body is not None else None, headers=h)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, r.getheader("Mcp-Session-Id"), data
+
+
+def test_http_sessions_origin_and_methods(server):
+    st, sid, body = post(server, INIT)
+    assert st == 200 and sid, body
+    assert post(server, INIT, {"Origin": "http://evil.example"})[0] == 403
+    assert post(server, {"jsonrpc": "2.0", "id": 2, "method": "ping"})[0] == 400   # no session id
+    assert post(server, {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                {"Mcp-Session-Id": "nope"})[0] == 404
+    assert post(server, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"Mcp-Session-Id": sid})[0] == 202
+    st, _, body = post(server, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                                "params": {"name": "run_python", "arguments": {"code": "print(2+3)"}}},
+                       {"Mcp-Session-Id": sid, "Origin": "http://localhost:6274"})
+    assert st == 200 and json.loads(body)["result"]["structuredContent"]["stdout"] == "5\n"
+    assert post(server, None, {"Mcp-Session-Id": sid}, method="GET")[0] == 405
+    assert post(server, None, {"Mcp-Session-Id": sid}, method="DELETE")[0] == 200
+    assert post(server, {"jsonrpc": "2.0", "id": 4, "method": "ping"},
+                {"Mcp-Session-Id": sid})[0] == 404
