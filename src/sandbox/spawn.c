@@ -519,6 +519,12 @@ static _Noreturn void run_init(const child_args *a) {
                  payload > 0 ? NULL : "forking the program again", -1);
         if (payload < 0)
           payload = 0;
+      } else if (got_n == (ssize_t)sizeof m && m.type == CR_CTL_SPAWN) {
+        /* Never silent: the supervisor waits for an answer. */
+        send_msg(ctl, CR_CTL_FAIL, payload ? EBUSY : EINVAL, 0,
+                 payload ? "starting the program again: the previous one is still running"
+                         : "starting the program again: wrong fds",
+                 -1);
       }
       for (size_t i = 0; i < ngot; i++)
         close(got[i]);

@@ -225,6 +225,7 @@ static int driver_start(cr_session *s, cr_err *err) {
   fcntl(s->req_w, F_SETFL, O_NONBLOCK);
 
   int extra[2] = {reqp[0], evp[1]};
+  bool first = !s->sb_started;
   if (!s->sb_started) {
     const cr_driver *d = cr_runtime_driver(s->rt);
     cr_sb_file rf[4];
@@ -266,6 +267,7 @@ static int driver_start(cr_session *s, cr_err *err) {
   s->generation++;
 
   /* Wait for the sandbox (first time) and the driver's "ready". */
+  bool spawned = first;
   double deadline = now_s() + READY_TIMEOUT_S;
   bool ready = false, ev_eof = false;
   cr_buf early_err = {0};
@@ -303,7 +305,10 @@ static int driver_start(cr_session *s, cr_err *err) {
         cr_fail(err, m.err, "sandbox setup failed while %s", m.text);
         break;
       }
-      if (r == 1 && m.type == CR_CTL_EXIT) {
+      if (r == 1 && m.type == CR_CTL_SPAWNED)
+        spawned = true;
+      /* An exit before SPAWNED is the previous driver's, reported late. */
+      if (r == 1 && m.type == CR_CTL_EXIT && spawned) {
         cr_fail(err, 0, "the %s driver exited before it was ready (wait status %d)%s%.*s",
                 s->rt->name, m.status, early_err.len ? ": " : "", (int)early_err.len,
                 early_err.data ? early_err.data : "");
@@ -854,9 +859,11 @@ int cr_session_execute(cr_session *s, const char *code, size_t len, double timeo
       res->has_error = true;
     }
     /* A fresh driver for the next cell, now, so that the session stays
-     * usable; if that fails the next execute tries again. */
+     * usable; if that fails the next execute tries again. Make sure the
+     * old one is gone first (a failed request write does not prove it). */
     if (!s->broken) {
       cr_err e3;
+      cr_sb_signal(&s->sb, SIGKILL, &e3);
       driver_start(s, &e3);
     }
   } else if (timed_out) {

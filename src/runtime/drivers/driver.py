@@ -400,7 +400,9 @@ def main():
     sys.modules["_corral_session"] = sys.modules[__name__]
     sys.modules["__main__"] = namespace
     for stream in (sys.stdout, sys.stderr):
-        stream.reconfigure(line_buffering=True)  # output streams as it is printed
+        # output streams line by line as it is printed, one write per line
+        # (with -u alone, print() writes the text and its newline separately)
+        stream.reconfigure(line_buffering=True, write_through=False)
     signal.signal(signal.SIGINT, on_sigint)
 
     version = "%d.%d.%d" % sys.version_info[:3]
