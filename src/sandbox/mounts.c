@@ -25,11 +25,13 @@
 
 /* /etc entries a runtime may need and that hold no secret: the dynamic
  * linker's cache (without it ld.so misses the multiarch library dirs),
- * Debian's alternatives symlinks, TLS roots, timezone, MIME and service
+ * Debian's alternatives symlinks, TLS roots (never /etc/ssl/private),
+ * timezone, MIME and service
  * tables, matplotlib's and Python's site configuration, fonts. Everything else
  * of the host's /etc (shadow, ssh keys, machine-id, hostname) stays out. */
 static const char *const etc_entries[] = {
-    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl/certs", "ssl/openssl.cnf",
+    "ca-certificates",
     "ca-certificates.conf", "matplotlibrc", "localtime", "timezone", "mime.types",
     "protocols", "services", "fonts", "gai.conf", "bash.bashrc", "inputrc", "profile",
 };
@@ -303,6 +305,8 @@ static int bind_all(const cr_mount_plan *plan, const char *R, bool devices, char
       if (mkdir(p, 0755) < 0 && errno != EEXIST)
         return -errno;
     } else {
+      if ((rc = mkdirs_for(p)) < 0)
+        return rc;
       int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
       if (fd < 0)
         return -errno;

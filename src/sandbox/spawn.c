@@ -204,6 +204,17 @@ typedef struct payload_fds {
   size_t nextra;
 } payload_fds;
 
+/* Sets a limit to v, or to the inherited hard limit if that is lower (an
+ * unprivileged process may not raise it). */
+static int lower_rlimit(int res, uint64_t v) {
+  struct rlimit cur;
+  if (getrlimit(res, &cur) < 0)
+    return -errno;
+  if (cur.rlim_max != RLIM_INFINITY && cur.rlim_max < v)
+    v = cur.rlim_max;
+  return set_rlimit(res, v, v);
+}
+
 static _Noreturn void run_payload(const child_args *a, const payload_fds *pf) {
   const cr_sb_config *cfg = a->cfg;
   int ctl = a->ctl;
@@ -254,6 +265,12 @@ static _Noreturn void run_payload(const child_args *a, const payload_fds *pf) {
   const cr_sb_limits *l = &cfg->limits;
   step = "setting rlimits";
   if ((rc = set_rlimit(RLIMIT_CORE, 0, 0)) < 0)
+    child_fail(ctl, step, -rc);
+  /* Nothing else inherited from the supervisor: no real-time priority, no
+   * raised niceness, little locked memory, small POSIX queues. */
+  if ((rc = set_rlimit(RLIMIT_RTPRIO, 0, 0)) < 0 || (rc = set_rlimit(RLIMIT_NICE, 0, 0)) < 0 ||
+      (rc = lower_rlimit(RLIMIT_MEMLOCK, 8u << 20)) < 0 ||
+      (rc = lower_rlimit(RLIMIT_MSGQUEUE, 800u << 10)) < 0)
     child_fail(ctl, step, -rc);
   if (l->cpu_ms) {
     uint64_t s = (l->cpu_ms + 999) / 1000;
@@ -587,9 +604,11 @@ int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
     free(plan);
     return -1;
   }
-  sb->enforced_by = !h->cg_memory          ? "rlimit"
-                    : h->cg_mode == CR_CG_V2 ? "cgroup-v2"
-                                             : "cgroup-v1";
+  /* Honest about swap: without swap accounting a v1 group limits RAM only. */
+  sb->enforced_by = !h->cg_memory              ? "rlimit"
+                    : h->cg_mode == CR_CG_V2   ? "cgroup-v2"
+                    : h->cg_swap               ? "cgroup-v1"
+                                               : "cgroup-v1 (no swap limit)";
   sb->landlock = h->landlock_abi > 0;
   sb->landlock_abi = h->landlock_abi;
 

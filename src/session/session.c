@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -97,7 +98,7 @@ static void arm(int tfd, double secs) {
 static int write_all(int fd, const char *p, size_t n, double secs) {
   double deadline = now_s() + secs;
   while (n) {
-    ssize_t w = write(fd, p, n);
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w < 0) {
       if (errno == EINTR)
         continue;
@@ -203,8 +204,11 @@ static int next_event(cr_session *s, json_t **ev, bool *eof) {
 static int driver_start(cr_session *s, cr_err *err) {
   int outp[2] = {-1, -1}, errp[2] = {-1, -1}, reqp[2] = {-1, -1}, evp[2] = {-1, -1};
   int rc = -1;
-  if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(reqp, O_CLOEXEC) < 0 ||
-      pipe2(evp, O_CLOEXEC) < 0) {
+  /* The request channel is a socket so that writes can say MSG_NOSIGNAL: a
+   * dead driver must not raise SIGPIPE in a library caller that did not
+   * ignore it. The driver reads it like a pipe. */
+  if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, reqp) < 0 || pipe2(evp, O_CLOEXEC) < 0) {
     cr_fail(err, errno, "creating the driver's pipes");
     goto out;
   }
