@@ -12,7 +12,7 @@ PYTHON    ?= /usr/bin/python3
 # runs (python3 with the analysis libraries, node, bash), and what the tests
 # and the benchmark use (pytest, bubblewrap and hyperfine as anchors).
 DEB_PACKAGES = gcc libc6-dev pkg-config meson ninja-build \
-	libseccomp-dev libjansson-dev libcmocka-dev libmicrohttpd-dev \
+	libseccomp-dev libjansson-dev libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev \
 	python3 python3-numpy python3-pandas python3-matplotlib python3-scipy \
 	nodejs bash python3-pytest bubblewrap hyperfine wrk curl
 

@@ -41,5 +41,6 @@ int cr_cli_doctor(int argc, char **argv);
 int cr_cli_session(int argc, char **argv);
 int cr_cli_serve(int argc, char **argv);
 int cr_cli_mcp(int argc, char **argv);
+int cr_cli_agent(int argc, char **argv);
 
 #endif

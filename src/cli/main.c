@@ -13,6 +13,7 @@ static const char usage[] =
     "  run      run one program in a fresh sandbox and print its result\n"
     "  serve    the HTTP API (docs/api.md)\n"
     "  mcp      MCP server over stdio (Claude Desktop, Cursor, Cline, VS Code)\n"
+    "  agent    ask a model; it computes the answer with code run here (self-debugging)\n"
     "  session  a REPL over a sandboxed session: variables and files persist between cells\n"
     "  doctor   what this host supports and which fallback is in force\n"
     "  --version, --help\n"
@@ -26,6 +27,8 @@ int main(int argc, char **argv) {
   const char *cmd = argv[1];
   if (strcmp(cmd, "run") == 0)
     return cr_cli_run(argc - 1, argv + 1);
+  if (strcmp(cmd, "agent") == 0)
+    return cr_cli_agent(argc - 1, argv + 1);
   if (strcmp(cmd, "mcp") == 0)
     return cr_cli_mcp(argc - 1, argv + 1);
   if (strcmp(cmd, "serve") == 0)

@@ -1,0 +1,212 @@
+"""corral agent against a scripted model server on loopback that speaks the
+OpenAI chat-completions and the Anthropic messages formats, replays a script
+of replies and records the requests it received."""
+
+import json
+import os
+import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from conftest import corral_path
+
+
+class ModelServer:
+    def __init__(self, script):
+        self.script = list(script)
+        self.requests = []
+        outer = self
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.requests.append({"path": self.path, "headers": dict(self.headers),
+                                       "body": json.loads(body)})
+                step = outer.script.pop(0) if outer.script else {"status": 500, "raw": "script ended"}
+                time.sleep(step.get("delay", 0))
+                self.send_response(step.get("status", 200))
+                for k, v in step.get("headers", {}).items():
+                    self.send_header(k, v)
+                raw = step["raw"] if "raw" in step else json.dumps(step["json"])
+                data = raw.encode()
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                try:
+                    self.wfile.write(data)
+                except BrokenPipeError:
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def oa_call(code, cid="call_1", tool="run_python", arg="code"):
+    return {"json": {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [
+        {"id": cid, "type": "function", "function": {"name": tool, "arguments": json.dumps({arg: code})}}]},
+        "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}}
+
+
+def oa_answer(text):
+    return {"json": {"choices": [{"message": {"role": "assistant", "content": text},
+                                  "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 7, "completion_tokens": 3}}}
+
+
+def an_call(code, cid="toolu_1"):
+    return {"json": {"content": [{"type": "text", "text": "Let me compute."},
+                                 {"type": "tool_use", "id": cid, "name": "run_python", "input": {"code": code}}],
+                     "stop_reason": "tool_use", "usage": {"input_tokens": 11, "output_tokens": 6}}}
+
+
+def an_answer(text):
+    return {"json": {"content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                     "usage": {"input_tokens": 8, "output_tokens": 4}}}
+
+
+SIEVE = ("n = 8000\nsieve = [True] * n\nprimes = []\nfor i in range(2, n):\n"
+         "    if sieve[i]:\n        primes.append(i)\n        for j in range(i * i, n, i):\n"
+         "            sieve[j] = False\nprint(primes[999])")
+
+
+def agent(server, *args, provider="openai", key="test-key", timeout=120):
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+    if key:
+        env["ANTHROPIC_API_KEY" if provider == "anthropic" else "OPENAI_API_KEY"] = key
+    cmd = [corral_path(), "agent", "--provider", provider, "--model", "m1",
+           "--base-url", f"http://127.0.0.1:{server.port}/v1", "--retries", "1", *args]
+    return subprocess.run(cmd, capture_output=True, timeout=timeout, env=env)
+
+
+@pytest.fixture
+def make_server():
+    servers = []
+
+    def make(script):
+        s = ModelServer(script)
+        servers.append(s)
+        return s
+    yield make
+    for s in servers:
+        s.close()
+
+
+def tool_msgs(req):
+    return [m for m in req["body"]["messages"] if m.get("role") == "tool"]
+
+
+def test_seeds_trace_openai(make_server):
+    # The seeds' trace, with a module that is certainly absent (sympy may be
+    # installed on a developer's machine).
+    s = make_server([oa_call("import sympy_absent_here\nprint(sympy_absent_here.prime(1000))"),
+                     oa_call(SIEVE, "call_2"),
+                     oa_answer("The 1000th prime number is 7919.")])
+    r = agent(s, "--json", "What is the 1000th prime number?")
+    assert r.returncode == 0, r.stderr
+    t = json.loads(r.stdout)
+    assert t["answer"] == "The 1000th prime number is 7919." and t["stop_reason"] == "answer"
+    assert t["code_attempts"] == 2 and t["turns"] == 3
+    assert t["executions"][0]["error"]["category"] == "module_not_found"
+    assert t["executions"][1]["stdout"] == "7919\n"
+    assert t["usage"] == {"input_tokens": 27, "output_tokens": 13}
+    # what the model received: the tool results linked to their call ids
+    second, third = s.requests[1], s.requests[2]
+    assert tool_msgs(second)[0]["tool_call_id"] == "call_1"
+    assert "ModuleNotFoundError" in tool_msgs(second)[0]["content"]
+    assert "module_not_found" in tool_msgs(second)[0]["content"]
+    assert tool_msgs(third)[1]["tool_call_id"] == "call_2" and "7919" in tool_msgs(third)[1]["content"]
+    req = s.requests[0]
+    assert req["path"] == "/v1/chat/completions"
+    assert req["headers"]["Authorization"] == "Bearer test-key"
+    fn = req["body"]["tools"][0]["function"]
+    assert fn["name"] == "run_python" and fn["parameters"]["required"] == ["code"]
+    assert req["body"]["messages"][0]["role"] == "system"
+    # plain mode: the answer on stdout
+    s2 = make_server([oa_answer("42")])
+    r2 = agent(s2, "q")
+    assert r2.returncode == 0 and r2.stdout.decode() == "42\n", r2.stderr
+
+
+def test_state_across_attempts_anthropic(make_server):
+    s = make_server([an_call("secret = 6 * 7", "toolu_a"), an_call("print(secret)", "toolu_b"),
+                     an_answer("It is 42.")])
+    r = agent(s, "--json", "q", provider="anthropic")
+    assert r.returncode == 0, r.stderr
+    t = json.loads(r.stdout)
+    assert t["answer"] == "It is 42." and t["executions"][1]["stdout"] == "42\n"
+    req = s.requests[1]
+    assert req["path"] == "/v1/messages"
+    assert req["headers"]["x-api-key"] == "test-key" and req["headers"]["anthropic-version"]
+    assert req["body"]["tools"][0]["input_schema"]["type"] == "object"
+    assert "system" in req["body"] and req["body"]["max_tokens"] > 0
+    assistant, user = req["body"]["messages"][1], req["body"]["messages"][2]
+    assert assistant["role"] == "assistant" and assistant["content"][1]["type"] == "tool_use"
+    res = user["content"][0]
+    assert res["type"] == "tool_result" and res["tool_use_id"] == "toolu_a" and res["is_error"] is False
+
+
+def test_budget_exhaustion(make_server):
+    s = make_server([oa_call("1/0", "c1"), oa_call("undefined_x", "c2"), oa_call("[][1]", "c3"),
+                     oa_answer("I could not compute it.")])
+    r = agent(s, "--json", "q")
+    t = json.loads(r.stdout)
+    assert r.returncode == 0 and t["stop_reason"] == "budget_spent", t
+    last = tool_msgs(s.requests[3])[-1]["content"]
+    assert "budget is spent" in last and "best answer" in last
+    assert t["code_attempts"] == 3
+
+
+def test_review_cmd_accepts_and_declines(make_server):
+    s = make_server([oa_call("print('ran')"), oa_answer("done")])
+    r = agent(s, "--json", "--review-cmd", "cat > /dev/null; exit 0", "q")
+    assert json.loads(r.stdout)["executions"][0]["stdout"] == "ran\n"
+    s = make_server([oa_call("print('ran')"), oa_answer("done")])
+    r = agent(s, "--json", "--review-cmd", "cat > /dev/null; echo too risky; exit 1", "q")
+    t = json.loads(r.stdout)
+    assert t["executions"] == [], t
+    content = tool_msgs(s.requests[1])[0]["content"]
+    assert "declined" in content and "too risky" in content
+
+
+def test_api_errors(make_server):
+    r = agent(make_server([]), "q", key=None)
+    assert r.returncode == 1 and b"no API key" in r.stderr
+    for status, words in ((401, b"check the API key"), (404, b"--model")):
+        r = agent(make_server([{"status": status, "json": {"error": {"message": "nope"}}}]), "q")
+        assert r.returncode == 1 and words in r.stderr and str(status).encode() in r.stderr, r.stderr
+    # 429 with Retry-After is retried and honoured
+    s = make_server([{"status": 429, "headers": {"Retry-After": "1"}, "json": {}}, oa_answer("ok")])
+    t0 = time.monotonic()
+    r = agent(s, "q")
+    assert r.returncode == 0 and r.stdout == b"ok\n" and time.monotonic() - t0 >= 1.0
+    # 5xx beyond the retries ends with a clear message
+    r = agent(make_server([{"status": 503, "json": {}}, {"status": 503, "json": {}}]), "q")
+    assert r.returncode == 1 and b"503" in r.stderr
+    # malformed replies and timeouts
+    r = agent(make_server([{"raw": "{not json"}]), "q")
+    assert r.returncode == 1 and b"reply without" in r.stderr, r.stderr
+    r = agent(make_server([{"delay": 3, "json": {}}]), "--request-timeout", "1", "--retries", "0", "q")
+    assert r.returncode == 1 and b"timed out" in r.stderr, r.stderr
+    r = agent(make_server([oa_call("print(1)")] * 3), "--max-turns", "2", "--json", "q")
+    assert r.returncode == 1 and json.loads(r.stdout)["stop_reason"] == "max_turns"
+
+
+@pytest.mark.skipif(not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("OPENAI_API_KEY")),
+                    reason="no ANTHROPIC_API_KEY or OPENAI_API_KEY: the live lab questions need a real model")
+def test_live_lab_question():
+    provider = "anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "openai"
+    r = subprocess.run([corral_path(), "agent", "--provider", provider,
+                        "What is 47/1283 as a percentage, to 4 decimal places?"],
+                       capture_output=True, timeout=300)
+    assert r.returncode == 0 and b"3.6633" in r.stdout, r.stdout + r.stderr
