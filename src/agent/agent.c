@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent/llm.h"
+#include "util/base64.h"
 #include "util/buf.h"
 
 static const char system_prompt[] =
@@ -239,22 +240,14 @@ int cr_agent_run(const cr_agent_opts *o, const char *question, json_t **transcri
     close(fd);
     const char *base = strrchr(*f, '/') ? strrchr(*f, '/') + 1 : *f;
     /* through the same tool a model would use: base64 keeps any bytes */
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    cr_buf e = {0};
-    for (size_t i = 0; i < b.len; i += 3) {
-      const unsigned char *p = (const unsigned char *)b.data;
-      unsigned v = p[i] << 16 | (i + 1 < b.len ? p[i + 1] << 8 : 0) | (i + 2 < b.len ? p[i + 2] : 0);
-      char q[4] = {tbl[v >> 18 & 63], tbl[v >> 12 & 63], i + 1 < b.len ? tbl[v >> 6 & 63] : '=',
-                   i + 2 < b.len ? tbl[v & 63] : '='};
-      cr_buf_append(&e, q, 4);
-    }
-    json_t *args = json_pack("{s:s, s:s, s:s}", "path", base, "content", e.data ? e.data : "",
+    char *enc = cr_b64_encode(b.data ? b.data : "", b.len);
+    json_t *args = json_pack("{s:s, s:s, s:s}", "path", base, "content", enc ? enc : "",
                              "encoding", "base64");
     cr_err e2;
     json_t *r = cr_toolbox_call(st.tb, "write_file", args, &e2);
     json_decref(args);
     cr_buf_free(&b);
-    cr_buf_free(&e);
+    free(enc);
     bool bad = !r || json_is_true(json_object_get(r, "isError"));
     json_decref(r);
     if (bad) {

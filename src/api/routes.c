@@ -25,6 +25,7 @@
 #include "runtime/inventory.h"
 #include "runtime/runtime.h"
 #include "sandbox/sandbox.h"
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/utf8.h"
 
@@ -196,49 +197,6 @@ static bool read_limits(cr_api *a, json_t *j, limits_in *l, char *msg, size_t si
 static bool want_stream(cr_api *a, struct MHD_Connection *c) {
   const char *acc = a->mhd->lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
   return acc && strstr(acc, "application/x-ndjson");
-}
-
-/* ---- base64 --------------------------------------------------------------- */
-
-static int b64val(int ch) {
-  if (ch >= 'A' && ch <= 'Z')
-    return ch - 'A';
-  if (ch >= 'a' && ch <= 'z')
-    return ch - 'a' + 26;
-  if (ch >= '0' && ch <= '9')
-    return ch - '0' + 52;
-  if (ch == '+' || ch == '-')
-    return 62;
-  if (ch == '/' || ch == '_')
-    return 63;
-  return -1;
-}
-
-static unsigned char *b64decode(const char *s, size_t *out_len) {
-  size_t n = strlen(s);
-  unsigned char *out = malloc(n / 4 * 3 + 4);
-  if (!out)
-    return NULL;
-  size_t k = 0;
-  unsigned v = 0;
-  int bits = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (s[i] == '=' || s[i] == '\n' || s[i] == '\r')
-      continue;
-    int d = b64val((unsigned char)s[i]);
-    if (d < 0) {
-      free(out);
-      return NULL;
-    }
-    v = (v << 6) | (unsigned)d;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[k++] = (unsigned char)((v >> bits) & 0xff);
-    }
-  }
-  *out_len = k;
-  return out;
 }
 
 /* ---- streaming ------------------------------------------------------------- */
@@ -659,7 +617,7 @@ static bool build_oneshot(cr_api *a, struct MHD_Connection *c, req *r, json_t *j
     json_t *v;
     json_object_foreach(files, path, v) {
       size_t len = 0;
-      unsigned char *data = json_is_string(v) ? b64decode(json_string_value(v), &len) : NULL;
+      unsigned char *data = json_is_string(v) ? cr_b64_decode(json_string_value(v), &len) : NULL;
       if (!data || !cr_sb_path_ok(path)) {
         free(data);
         *ret = respond_error(a, c, r, 400, "invalid_request",

@@ -26,6 +26,7 @@
 #include "runtime/inventory.h"
 #include "runtime/runtime.h"
 #include "sandbox/sandbox.h"
+#include "util/base64.h"
 #include "util/buf.h"
 
 #define READY_TIMEOUT_S 20.0
@@ -118,28 +119,14 @@ static int write_all(int fd, const char *p, size_t n, double secs) {
   return 0;
 }
 
-static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 static int send_request(cr_session *s, const char *type, uint64_t id, const char *code,
                         size_t len, double secs) {
   cr_buf body = {0};
   int rc = cr_buf_appendf(&body, "{\"type\":\"%s\",\"id\":%llu", type, (unsigned long long)id);
   if (rc == 0 && code) {
-    rc = cr_buf_append(&body, ",\"code_b64\":\"", 13);
-    if (rc == 0)
-      rc = cr_buf_reserve(&body, (len + 2) / 3 * 4 + 4);
-    for (size_t i = 0; rc == 0 && i < len; i += 3) {
-      unsigned v = (unsigned char)code[i] << 16;
-      if (i + 1 < len)
-        v |= (unsigned char)code[i + 1] << 8;
-      if (i + 2 < len)
-        v |= (unsigned char)code[i + 2];
-      char q[4] = {b64chars[(v >> 18) & 63], b64chars[(v >> 12) & 63],
-                   i + 1 < len ? b64chars[(v >> 6) & 63] : '=', i + 2 < len ? b64chars[v & 63] : '='};
-      rc = cr_buf_append(&body, q, 4);
-    }
-    if (rc == 0)
-      rc = cr_buf_append(&body, "\"", 1);
+    char *enc = cr_b64_encode(code, len);
+    rc = enc ? cr_buf_appendf(&body, ",\"code_b64\":\"%s\"", enc) : -1;
+    free(enc);
   }
   if (rc == 0)
     rc = cr_buf_append(&body, "}", 1);

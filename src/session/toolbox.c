@@ -12,6 +12,7 @@
 #include "exec/workspace.h"
 #include "runtime/runtime.h"
 #include "sandbox/sandbox.h"
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/utf8.h"
 
@@ -256,56 +257,6 @@ static const char *mime_of(const char *path) {
   return "application/octet-stream";
 }
 
-static char *b64(const unsigned char *p, size_t n) {
-  static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  char *o = malloc((n + 2) / 3 * 4 + 1);
-  if (!o)
-    return NULL;
-  size_t k = 0;
-  for (size_t i = 0; i < n; i += 3) {
-    unsigned v = p[i] << 16 | (i + 1 < n ? p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
-    o[k++] = t[v >> 18 & 63];
-    o[k++] = t[v >> 12 & 63];
-    o[k++] = i + 1 < n ? t[v >> 6 & 63] : '=';
-    o[k++] = i + 2 < n ? t[v & 63] : '=';
-  }
-  o[k] = '\0';
-  return o;
-}
-
-static unsigned char *unb64(const char *s, size_t *len) {
-  size_t n = strlen(s);
-  unsigned char *o = malloc(n / 4 * 3 + 3);
-  if (!o)
-    return NULL;
-  unsigned v = 0;
-  int bits = 0;
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    int d = c >= 'A' && c <= 'Z'   ? c - 'A'
-            : c >= 'a' && c <= 'z' ? c - 'a' + 26
-            : c >= '0' && c <= '9' ? c - '0' + 52
-            : c == '+'             ? 62
-            : c == '/'             ? 63
-                                   : -1;
-    if (c == '=' || c == '\n' || c == '\r')
-      continue;
-    if (d < 0) {
-      free(o);
-      return NULL;
-    }
-    v = v << 6 | (unsigned)d;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      o[k++] = (unsigned char)(v >> bits & 0xff);
-    }
-  }
-  *len = k;
-  return o;
-}
-
 static json_t *tool_files(cr_toolbox *t, const char *name, json_t *args, cr_err *err) {
   json_t *jp = json_object_get(args, "path");
   const char *path = json_is_string(jp) ? json_string_value(jp) : NULL;
@@ -379,7 +330,7 @@ static json_t *tool_files(cr_toolbox *t, const char *name, json_t *args, cr_err 
     json_t *r;
     const char *mime = mime_of(path);
     if (strncmp(mime, "image/", 6) == 0 && strcmp(mime, "image/svg+xml") != 0) {
-      char *d = b64(buf, got);
+      char *d = cr_b64_encode(buf, got);
       r = json_pack("{s:[{s:s, s:s, s:s}], s:b}", "content", "type", "image", "data", d ? d : "",
                     "mimeType", mime, "isError", 0);
       free(d);
@@ -387,7 +338,7 @@ static json_t *tool_files(cr_toolbox *t, const char *name, json_t *args, cr_err 
       r = json_pack("{s:[{s:s, s:s%}], s:b}", "content", "type", "text", "text", (char *)buf, got,
                     "isError", 0);
     } else {
-      char *d = b64(buf, got);
+      char *d = cr_b64_encode(buf, got);
       char uri[4200];
       snprintf(uri, sizeof uri, "file:///workspace/%s", path);
       r = json_pack("{s:[{s:s, s:{s:s, s:s, s:s}}], s:b}", "content", "type", "resource",
@@ -407,7 +358,7 @@ static json_t *tool_files(cr_toolbox *t, const char *name, json_t *args, cr_err 
   unsigned char *data = NULL;
   size_t len = 0;
   if (strcmp(enc, "base64") == 0) {
-    data = unb64(json_string_value(jc), &len);
+    data = cr_b64_decode(json_string_value(jc), &len);
     if (!data) {
       cr_fail(err, 0, "content is not valid base64");
       return NULL;

@@ -156,6 +156,18 @@ def test_state_across_attempts_anthropic(make_server):
     assert res["type"] == "tool_result" and res["tool_use_id"] == "toolu_a" and res["is_error"] is False
 
 
+def test_data_files_are_in_the_workspace(make_server, tmp_path):
+    csv = tmp_path / "sales.csv"
+    csv.write_bytes(b"region,amount\nnorth,10\nsouth,32\n\xff")
+    s = make_server([oa_call("d = open('sales.csv', 'rb').read()\nprint(len(d), d[-1])"),
+                     oa_answer("read it")])
+    r = agent(s, "--json", "--data", str(csv), "q")
+    t = json.loads(r.stdout)
+    assert t["executions"][0]["stdout"] == "33 255\n", t
+    r = agent(make_server([]), "--data", str(tmp_path / "missing.csv"), "q")
+    assert r.returncode == 1 and b"missing.csv" in r.stderr
+
+
 def test_budget_exhaustion(make_server):
     s = make_server([oa_call("1/0", "c1"), oa_call("undefined_x", "c2"), oa_call("[][1]", "c3"),
                      oa_answer("I could not compute it.")])
