@@ -46,8 +46,49 @@ typedef struct run_state {
 
 /* ---- review ----------------------------------------------------------- */
 
-/* 1 run, 0 declined (why in *note), -1 quit. */
-static int review(const cr_agent_opts *o, const char *code, cr_buf *note) {
+/* Lets the person edit the code in $EDITOR (default vi); the edited text,
+ * or NULL if anything failed. Caller frees. */
+static char *edit_code(const char *code) {
+  char path[] = "/tmp/corral-review-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0)
+    return NULL;
+  size_t len = strlen(code);
+  bool ok = write(fd, code, len) == (ssize_t)len;
+  close(fd);
+  const char *ed = getenv("EDITOR") && *getenv("EDITOR") ? getenv("EDITOR") : "vi";
+  pid_t pid = ok ? fork() : -1;
+  if (pid == 0) {
+    int tty = open("/dev/tty", O_RDWR);
+    if (tty >= 0) {
+      dup2(tty, 0);
+      dup2(tty, 1);
+    }
+    execlp("/bin/sh", "sh", "-c", "exec $0 \"$1\"", ed, path, (char *)NULL);
+    _exit(127);
+  }
+  int st = 0;
+  if (pid > 0)
+    waitpid(pid, &st, 0);
+  char *out = NULL;
+  if (pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+    cr_buf b = {0};
+    int in = open(path, O_RDONLY | O_CLOEXEC);
+    char tmp[65536];
+    ssize_t n;
+    while (in >= 0 && (n = read(in, tmp, sizeof tmp)) > 0)
+      cr_buf_append(&b, tmp, (size_t)n);
+    if (in >= 0)
+      close(in);
+    out = cr_buf_steal(&b);
+  }
+  unlink(path);
+  return out;
+}
+
+/* 1 run, 0 declined (why in *note), -1 quit; *edited gets the code to run
+ * instead when the person edited it. */
+static int review(const cr_agent_opts *o, const char *code, cr_buf *note, char **edited) {
   if (o->review_cmd) {
     int in[2], out[2];
     if (pipe(in) < 0 || pipe(out) < 0)
@@ -87,7 +128,8 @@ static int review(const cr_agent_opts *o, const char *code, cr_buf *note) {
     cr_buf_appendf(note, "no terminal to ask on");
     return 0;
   }
-  fprintf(tty, "\n--- the model wants to run ---\n%s\n--- run / skip / quit? [r/s/q] ", code);
+  fprintf(tty, "\n--- the model wants to run ---\n%s\n--- run / skip / edit / quit? [r/s/e/q] ",
+          code);
   fflush(tty);
   char ans[32] = "";
   if (!fgets(ans, sizeof ans, tty))
@@ -95,6 +137,13 @@ static int review(const cr_agent_opts *o, const char *code, cr_buf *note) {
   fclose(tty);
   if (ans[0] == 'r' || ans[0] == 'y')
     return 1;
+  if (ans[0] == 'e') {
+    *edited = edit_code(code);
+    if (*edited)
+      return 1;
+    cr_buf_appendf(note, "editing failed");
+    return 0;
+  }
   if (ans[0] == 'q')
     return -1;
   cr_buf_appendf(note, "the user skipped it");
@@ -106,10 +155,18 @@ static char *run_tool(run_state *st, const char *name, json_t *args, bool *is_er
   cr_err err = {0};
   *is_error = false;
   bool is_run = strncmp(name, "run_", 4) == 0;
+  bool was_edited = false;
   if (is_run && (st->o->review || st->o->review_cmd)) {
     json_t *c = json_object_get(args, strcmp(name, "run_bash") == 0 ? "command" : "code");
     cr_buf note = {0};
-    int v = review(st->o, json_is_string(c) ? json_string_value(c) : "", &note);
+    char *edited = NULL;
+    int v = review(st->o, json_is_string(c) ? json_string_value(c) : "", &note, &edited);
+    if (edited) {
+      /* the person's version runs, and the model is told so */
+      was_edited = json_object_set_new(args, strcmp(name, "run_bash") == 0 ? "command" : "code",
+                                       json_string(edited)) == 0;
+      free(edited);
+    }
     if (v <= 0) {
       *is_error = true;
       if (v < 0)
@@ -133,6 +190,8 @@ static char *run_tool(run_state *st, const char *name, json_t *args, bool *is_er
   }
   *is_error = json_is_true(json_object_get(r, "isError"));
   cr_buf text = {0};
+  if (was_edited)
+    cr_buf_appendf(&text, "[the reviewer edited the code before it ran]\n");
   size_t i;
   json_t *item;
   json_array_foreach(json_object_get(r, "content"), i, item) {

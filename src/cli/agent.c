@@ -18,7 +18,7 @@ static const char usage[] =
     "  --data FILE                   copy a file into /workspace first (repeatable)\n"
     "  --max-turns N                 (default 10)\n"
     "  --max-code-attempts N         failed runs before the model must answer (default 3)\n"
-    "  --review                      show each program and ask before running it\n"
+    "  --review                      show each program and ask: run / skip / edit / quit\n"
     "  --review-cmd PROG             pipe each program to PROG; run it only if PROG exits 0\n"
     "  --timeout S, --memory MB      limits of each run (default 30 s, 256 MiB)\n"
     "  --request-timeout S           per model call (default 120)\n"
