@@ -94,19 +94,25 @@ static bool has_item(const char *list, const char *item) {
   return false;
 }
 
+/* Copies the line at `line` into buf (cut to fit) and returns the next
+ * line, or NULL after the last. */
+static const char *take_line(const char *line, char *buf, size_t size) {
+  const char *nl = strchr(line, '\n');
+  size_t n = nl ? (size_t)(nl - line) : strlen(line);
+  if (n >= size)
+    n = size - 1;
+  memcpy(buf, line, n);
+  buf[n] = '\0';
+  return nl ? nl + 1 : NULL;
+}
+
 /* Mount point of the cgroup hierarchy holding `controller` (v1), or of the
  * cgroup2 hierarchy when controller is NULL. */
 static int find_mount(const proc_text *t, const char *controller, char *out, size_t size) {
   const char *line = t->mountinfo;
   while (line && *line) {
-    const char *nl = strchr(line, '\n');
     char buf[1024];
-    size_t n = nl ? (size_t)(nl - line) : strlen(line);
-    if (n >= sizeof buf)
-      n = sizeof buf - 1;
-    memcpy(buf, line, n);
-    buf[n] = '\0';
-    line = nl ? nl + 1 : NULL;
+    line = take_line(line, buf, sizeof buf);
     char *sep = strstr(buf, " - ");
     if (!sep)
       continue;
@@ -129,14 +135,8 @@ static int find_mount(const proc_text *t, const char *controller, char *out, siz
 static int own_path(const proc_text *t, const char *controller, char *out, size_t size) {
   const char *line = t->cgroup;
   while (line && *line) {
-    const char *nl = strchr(line, '\n');
     char buf[1024];
-    size_t n = nl ? (size_t)(nl - line) : strlen(line);
-    if (n >= sizeof buf)
-      n = sizeof buf - 1;
-    memcpy(buf, line, n);
-    buf[n] = '\0';
-    line = nl ? nl + 1 : NULL;
+    line = take_line(line, buf, sizeof buf);
     char *c1 = strchr(buf, ':');
     char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
     if (!c2)
