@@ -1087,37 +1087,27 @@ static enum MHD_Result route_files(cr_api *a, struct MHD_Connection *c, req *r, 
                              "path must be a relative directory inside /workspace");
       }
     }
-    int dfd = dir ? cr_ws_open(ws, dir, O_RDONLY | O_DIRECTORY, 0, uid, gid)
-                  : openat(ws, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) {
-      int e = dir ? -dfd : errno;
-      ret = e == ENOENT ? respond_error(a, c, r, 404, "not_found", "no directory '%s'", dir)
-                        : respond_error(a, c, r, 400, "invalid_request",
-                                        "'%s' is not a directory inside /workspace (%s)",
-                                        dir ? dir : ".", strerror(e));
+    cr_ws_dirent *ents;
+    size_t nents;
+    int lrc = cr_ws_list_dir(ws, dir, &ents, &nents);
+    if (lrc < 0) {
+      ret = lrc == -ENOENT ? respond_error(a, c, r, 404, "not_found", "no directory '%s'", dir)
+                           : respond_error(a, c, r, 400, "invalid_request",
+                                           "'%s' is not a directory inside /workspace (%s)",
+                                           dir ? dir : ".", strerror(-lrc));
     } else {
-      DIR *d = fdopendir(dfd);
       json_t *entries = json_array();
-      struct dirent *de;
-      while (d && (de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-          continue;
-        struct stat st;
-        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-          continue;
+      for (size_t i = 0; i < nents; i++) {
         char *p = NULL;
-        if (asprintf(&p, "%s%s%s", dir ? dir : "", dir ? "/" : "", de->d_name) < 0)
+        if (asprintf(&p, "%s%s%s", dir ? dir : "", dir ? "/" : "", ents[i].name) < 0)
           continue;
         json_array_append_new(entries, json_pack("{s:o, s:s, s:s, s:I}", "name",
-                                                 text_json(de->d_name, strlen(de->d_name)),
-                                                 "path", p, "type", type_name(st.st_mode), "size",
-                                                 (json_int_t)st.st_size));
+                                                 text_json(ents[i].name, strlen(ents[i].name)),
+                                                 "path", p, "type", type_name(ents[i].mode),
+                                                 "size", (json_int_t)ents[i].size));
         free(p);
       }
-      if (d)
-        closedir(d);
-      else
-        close(dfd);
+      cr_ws_dirents_free(ents, nents);
       ret = respond_json(a, c, r, 200,
                          json_pack("{s:s, s:o}", "path", dir ? dir : ".", "entries", entries));
     }

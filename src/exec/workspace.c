@@ -317,3 +317,54 @@ int cr_ws_remove(int ws_fd, const char *path) {
   close(d);
   return rc < 0 ? -e : 0;
 }
+
+int cr_ws_list_dir(int ws_fd, const char *path, cr_ws_dirent **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  int d = path && *path ? cr_ws_open(ws_fd, path, O_RDONLY | O_DIRECTORY, 0, (uid_t)-1, (gid_t)-1)
+                        : openat(ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d < 0)
+    return path && *path ? d : -errno;
+  DIR *dir = fdopendir(d);
+  if (!dir) {
+    int e = errno;
+    close(d);
+    return -e;
+  }
+  cr_ws_dirent *v = NULL;
+  size_t k = 0;
+  struct dirent *e;
+  int rc = 0;
+  while ((e = readdir(dir)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    struct stat st;
+    if (fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+      continue;
+    cr_ws_dirent *nv = realloc(v, (k + 1) * sizeof *nv);
+    char *name = strdup(e->d_name);
+    if (!nv || !name) {
+      free(name);
+      if (nv)
+        v = nv;
+      rc = -ENOMEM;
+      break;
+    }
+    v = nv;
+    v[k++] = (cr_ws_dirent){.name = name, .mode = st.st_mode, .size = (uint64_t)st.st_size};
+  }
+  closedir(dir);
+  if (rc < 0) {
+    cr_ws_dirents_free(v, k);
+    return rc;
+  }
+  *out = v;
+  *n = k;
+  return 0;
+}
+
+void cr_ws_dirents_free(cr_ws_dirent *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(v[i].name);
+  free(v);
+}

@@ -50,6 +50,18 @@ int cr_ws_copy_out(int ws_fd, const cr_result *res, const char *out_dir, uint64_
  * get uid/gid (the sandbox's user, so the program can change them). Returns
  * an fd or -errno (-ELOOP / -ENOTDIR when a component is a symlink). */
 int cr_ws_open(int ws_fd, const char *path, int flags, mode_t mode, uid_t uid, gid_t gid);
+typedef struct cr_ws_dirent {
+  char *name;
+  mode_t mode;          /* of the entry itself (symlinks are not followed) */
+  uint64_t size;
+} cr_ws_dirent;
+
+/* The entries of one directory of the workspace (path NULL or "" for the
+ * top; otherwise validated with cr_sb_path_ok), never following a symlink.
+ * Returns 0 with *out (caller frees with cr_ws_dirents_free), or -errno. */
+int cr_ws_list_dir(int ws_fd, const char *path, cr_ws_dirent **out, size_t *n);
+void cr_ws_dirents_free(cr_ws_dirent *v, size_t n);
+
 /* Removes a file or an empty directory at path; -errno on failure. */
 int cr_ws_remove(int ws_fd, const char *path);
 

@@ -280,25 +280,16 @@ static json_t *tool_files(cr_toolbox *t, const char *name, json_t *args, cr_err 
   gid_t gid;
   cr_session_ids(s, &uid, &gid);
   if (strcmp(name, "list_files") == 0) {
-    int d = top ? openat(ws, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                : cr_ws_open(ws, path, O_RDONLY | O_DIRECTORY, 0, uid, gid);
-    if (d < 0)
-      return text_result(true, "cannot list '%s': %s", top ? "/workspace" : path,
-                         strerror(top ? errno : -d));
-    DIR *dir = fdopendir(d);
+    cr_ws_dirent *ents;
+    size_t nents;
+    int lrc = cr_ws_list_dir(ws, top ? NULL : path, &ents, &nents);
+    if (lrc < 0)
+      return text_result(true, "cannot list '%s': %s", top ? "/workspace" : path, strerror(-lrc));
     cr_buf b = {0};
-    struct dirent *e;
-    while (dir && (e = readdir(dir)) != NULL) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-        continue;
-      struct stat st;
-      if (fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        continue;
-      cr_buf_appendf(&b, "%s%s\t%lld bytes\n", e->d_name, S_ISDIR(st.st_mode) ? "/" : "",
-                     (long long)st.st_size);
-    }
-    if (dir)
-      closedir(dir);
+    for (size_t i = 0; i < nents; i++)
+      cr_buf_appendf(&b, "%s%s\t%llu bytes\n", ents[i].name, S_ISDIR(ents[i].mode) ? "/" : "",
+                     (unsigned long long)ents[i].size);
+    cr_ws_dirents_free(ents, nents);
     json_t *r = text_result(false, "%s", b.len ? b.data : "(empty)\n");
     cr_buf_free(&b);
     return r;
