@@ -48,6 +48,7 @@ typedef struct cr_bind {
   char link[256];      /* when set: make dst a symlink to this instead */
   bool is_dir;
   bool is_dev;         /* a device node: keeps dev, gets noexec */
+  bool new_parents;    /* dst's parent directories are not made yet */
 } cr_bind;
 
 /* Everything the child needs to build the root, computed by the parent

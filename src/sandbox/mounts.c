@@ -110,6 +110,21 @@ int cr_mount_plan_init(cr_mount_plan *p, const cr_sb_limits *lim, cr_err *err) {
     }
     closedir(d);
   }
+  /* Parent directories under the new root ("etc/ssl" for "etc/ssl/certs")
+   * are made once, by the first bind that needs them, rather than tried
+   * again (EEXIST) for every entry. */
+  for (size_t i = 0; i < p->nbinds; i++) {
+    const char *dst = p->binds[i].dst;
+    const char *last = strrchr(dst, '/');
+    if (!last || memchr(dst, '/', (size_t)(last - dst)) == NULL)
+      continue; /* at the top or directly under a directory of the root */
+    size_t plen = (size_t)(last - dst);
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; j++)
+      seen = p->binds[j].new_parents && strncmp(p->binds[j].dst, dst, plen) == 0 &&
+             p->binds[j].dst[plen] == '/';
+    p->binds[i].new_parents = !seen;
+  }
   for (size_t i = 0; rc == 0 && i < sizeof dev_nodes / sizeof *dev_nodes; i++) {
     char src[64], dst[64];
     snprintf(src, sizeof src, "/dev/%s", dev_nodes[i]);
@@ -300,12 +315,12 @@ static int bind_all(const cr_mount_plan *plan, const char *R, bool devices, char
     if (devices) {
       /* created in step 1, while the root was writable */
     } else if (b->is_dir) {
-      if ((rc = mkdirs_for(p)) < 0)
+      if (b->new_parents && (rc = mkdirs_for(p)) < 0)
         return rc;
       if (mkdir(p, 0755) < 0 && errno != EEXIST)
         return -errno;
     } else {
-      if ((rc = mkdirs_for(p)) < 0)
+      if (b->new_parents && (rc = mkdirs_for(p)) < 0)
         return rc;
       int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
       if (fd < 0)
@@ -444,15 +459,24 @@ int cr_mounts_build_child(const cr_mount_plan *plan, const cr_sb_file *files, si
   }
   static const char *const proc_dirs[] = {"irq", "bus", "fs", "acpi", "scsi"};
   *step = "hiding kernel directories in /proc";
+  /* One empty read-only tmpfs over the first; the others are binds of it
+   * (a bind keeps its read-only and no* flags), not a superblock each. */
+  char cover[128] = "";
   for (size_t i = 0; i < sizeof proc_dirs / sizeof *proc_dirs; i++) {
     char name[64];
     cat(name, sizeof name, "proc", proc_dirs[i]);
     cat(p, sizeof p, R, name);
     if (access(p, F_OK) < 0)
       continue;
+    if (cover[0]) {
+      if (mount(cover, p, NULL, MS_BIND, NULL) < 0)
+        return -errno;
+      continue;
+    }
     if (mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
               "size=4k,nr_inodes=1,mode=0555") < 0)
       return -errno;
+    cat(cover, sizeof cover, R, name);
   }
   *step = "making /proc/sys read-only";
   cat(p, sizeof p, R, "proc/sys");

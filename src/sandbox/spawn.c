@@ -330,10 +330,34 @@ static _Noreturn void run_payload(const child_args *a, const payload_fds *pf) {
   child_fail(ctl, "execve of the program", errno);
 }
 
-/* fork(2) without glibc's fork: that one runs atfork handlers and takes
- * the allocator's locks, which another thread of a multithreaded supervisor
- * may have held when we were cloned (a deadlock in the child). */
-static pid_t raw_fork(void) { return (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0); }
+/* Starting the program's process. Not glibc's fork: that one runs atfork
+ * handlers and takes the allocator's locks, which another thread of a
+ * multithreaded supervisor may have held when we were cloned (a deadlock
+ * here). The process shares PID 1's memory until its execve (CLONE_VM) and
+ * PID 1 waits meanwhile (CLONE_VFORK): no copy of PID 1's page tables,
+ * which map the whole supervisor, on every start. It runs on a stack of
+ * its own, so no frame of PID 1's is touched; what it changes (rlimits,
+ * credentials, seccomp, Landlock, fds, signal dispositions) belongs to its
+ * own task, not to the shared memory. */
+static char payload_stack[256 * 1024] __attribute__((aligned(64)));
+
+typedef struct payload_start {
+  const struct child_args *a;
+  const struct payload_fds *pf;
+} payload_start;
+
+static _Noreturn void run_payload(const child_args *a, const payload_fds *pf);
+
+static int payload_entry(void *p) {
+  const payload_start *ps = p;
+  run_payload(ps->a, ps->pf);
+}
+
+static pid_t spawn_payload(const child_args *a, const payload_fds *pf) {
+  payload_start ps = {.a = a, .pf = pf};
+  return clone(payload_entry, payload_stack + sizeof payload_stack,
+               CLONE_VM | CLONE_VFORK | SIGCHLD, &ps);
+}
 
 static void bring_up_lo(void) {
   /* An empty network namespace has lo down; programs that talk to
@@ -393,8 +417,15 @@ static _Noreturn void run_init(const child_args *a) {
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
     child_fail(ctl, "making PID 1 non-dumpable", errno);
 
-  /* Our cgroup is now the sandbox's (the parent moved us before "go"): a
-   * cgroup namespace rooted here hides the host's cgroup paths. */
+  /* Wait until we are in the sandbox's cgroups (cgroup v2: the parent
+   * moves us while we set up our ids; v1: we joined above): the cgroup
+   * namespace must be rooted there, and the program inherits them. */
+  while ((n = read(ctl, &go, 1)) < 0 && errno == EINTR)
+    ;
+  if (n != 1 || go != 'c')
+    _exit(CHILD_SETUP_FAILED);
+
+  /* A cgroup namespace rooted at our cgroup hides the host's cgroup paths. */
   if (unshare(CLONE_NEWCGROUP) < 0)
     child_fail(ctl, "unsharing the cgroup namespace", errno);
 
@@ -424,13 +455,6 @@ static _Noreturn void run_init(const child_args *a) {
   if (ws < 0)
     child_fail(ctl, "opening /workspace", errno);
 
-  /* Wait until the supervisor has moved us into the sandbox's cgroups: the
-   * program inherits them at fork. */
-  while ((n = read(ctl, &go, 1)) < 0 && errno == EINTR)
-    ;
-  if (n != 1 || go != 'c')
-    _exit(CHILD_SETUP_FAILED);
-
   payload_fds pf = {.in = a->cfg->stdin_fd, .out = a->cfg->stdout_fd, .err = a->cfg->stderr_fd,
                     .nextra = a->cfg->nextra};
   for (size_t i = 0; i < pf.nextra; i++)
@@ -441,13 +465,9 @@ static _Noreturn void run_init(const child_args *a) {
   /* PID 1 learns of exits through a signalfd, polled together with the
    * control socket (whose hang-up means the supervisor is gone). */
   sigprocmask(SIG_BLOCK, &chld, NULL);
-  pid_t payload = raw_fork();
+  pid_t payload = spawn_payload(a, &pf);
   if (payload < 0)
-    child_fail(ctl, "forking the program", errno);
-  if (payload == 0) {
-    close(ws);
-    run_payload(a, &pf);
-  }
+    child_fail(ctl, "starting the program", errno);
   /* The supervisor gets /workspace: it lists and copies out files through
    * this fd after everything here is gone, never through a path. */
   send_msg(ctl, CR_CTL_READY, 0, 0, NULL, ws);
@@ -526,12 +546,7 @@ static _Noreturn void run_init(const child_args *a) {
         payload_fds np = {.in = -1, .out = got[0], .err = got[1], .nextra = ngot - 2};
         for (size_t i = 0; i < np.nextra; i++)
           np.extra[i] = got[2 + i];
-        payload = raw_fork();
-        if (payload == 0) {
-          close(sfd);
-          sigprocmask(SIG_UNBLOCK, &chld, NULL);
-          run_payload(a, &np);
-        }
+        payload = spawn_payload(a, &np);
         send_msg(ctl, payload > 0 ? CR_CTL_SPAWNED : CR_CTL_FAIL, payload > 0 ? 0 : errno, 0,
                  payload > 0 ? NULL : "forking the program again", -1);
         if (payload < 0)
