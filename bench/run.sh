@@ -11,7 +11,11 @@
 #   BENCH_WARMUP=3    warm-up runs per command (per round with hyperfine)
 #   BENCH_ROUNDS=4    hyperfine rounds; the commands alternate between rounds, so a
 #                     slow phase of the machine hits all of them alike (1: one hyperfine call)
-#   BENCH_TOOL=auto   auto | hyperfine | python (the fallback loop alternates run by run)
+#   BENCH_TOOL=auto   auto | alternate | hyperfine | python
+#                     alternate (the default when built): build/bench-alternate runs the
+#                     commands run by run in turn, without a shell, and also records each
+#                     run's CPU time (the whole process tree's); hyperfine runs each command
+#                     many times in a row per round; python is a fallback loop
 #
 # Writes bench/results/startup-<date>.json (raw times included).
 set -euo pipefail
@@ -49,8 +53,11 @@ for i in "${!cmds[@]}"; do
   [ "$out" = "1" ] || die "'${names[$i]}' printed '$out', not 1: ${cmds[$i]}"
 done
 
+alternate="$repo/build/bench-alternate"
 if [ "$tool" = auto ]; then
-  if command -v hyperfine >/dev/null; then tool=hyperfine; else tool=python; fi
+  if [ -x "$alternate" ]; then tool=alternate
+  elif command -v hyperfine >/dev/null; then tool=hyperfine
+  else tool=python; fi
 fi
 mkdir -p "$here/results"
 [ -f "$here/results/.gitignore" ] || printf '*\n!.gitignore\n' > "$here/results/.gitignore"
@@ -59,7 +66,16 @@ result="$here/results/startup-$stamp.json"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-if [ "$tool" = hyperfine ]; then
+if [ "$tool" = alternate ]; then
+  [ -x "$alternate" ] || die "BENCH_TOOL=alternate but $alternate is not built (ninja -C build)"
+  args=()
+  for i in "${!cmds[@]}"; do
+    eval "argv=(${cmds[$i]})"
+    args+=("${names[$i]}" "${#argv[@]}" "${argv[@]}")
+  done
+  echo "alternating run by run: $runs runs each, warm-up $warmup" >&2
+  "$alternate" "$runs" "$warmup" "$work/round-1.json" "${args[@]}"
+elif [ "$tool" = hyperfine ]; then
   command -v hyperfine >/dev/null || die "BENCH_TOOL=hyperfine but hyperfine is not installed"
   per=$(( (runs + rounds - 1) / rounds ))
   for r in $(seq "$rounds"); do
@@ -96,10 +112,12 @@ cpu=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || tru
 import json, statistics, sys, platform
 result, tool, rounds, runs, warmup, kernel, cpu, ncpu, version = sys.argv[1:10]
 files = sys.argv[10:]
-times, commands = {}, {}
+times, cpu_times, commands = {}, {}, {}
 for f in files:
     for r in json.load(open(f))["results"]:
         times.setdefault(r["command"], []).extend(r["times"])
+        if "cpu_times" in r:
+            cpu_times.setdefault(r["command"], []).extend(r["cpu_times"])
         if "command" in r:
             commands.setdefault(r["command"], r["command"])
 
@@ -114,22 +132,35 @@ for name, xs in times.items():
     ms = [x * 1000 for x in xs]
     stats[name] = {"n": len(ms), "median_ms": statistics.median(ms), "p90_ms": pct(ms, 0.9),
                    "mean_ms": statistics.fmean(ms), "min_ms": min(ms), "max_ms": max(ms)}
+for name, xs in cpu_times.items():
+    stats[name]["cpu_median_ms"] = statistics.median(x * 1000 for x in xs)
 base = stats["bare"]["median_ms"]
-for s in stats.values():
+for name, s in stats.items():
     s["ratio_to_bare"] = s["median_ms"] / base
+    if "cpu_median_ms" in s:
+        s["cpu_ratio_to_bare"] = s["cpu_median_ms"] / stats["bare"]["cpu_median_ms"]
 host = {"kernel": kernel, "cpu": cpu, "cpus": int(ncpu), "python": "/usr/bin/python3 " + platform.python_version(),
         "corral": version}
 print(f"host: {kernel}, {cpu}, {ncpu} CPUs; corral: {version}")
 print(f"tool: {tool}" + (f", {rounds} alternating rounds" if tool == "hyperfine" else ", alternating run by run")
       + f", {runs} runs per command, warm-up {warmup}")
 print()
-print(f"{'command':<10} {'runs':>5} {'median ms':>10} {'p90 ms':>8} {'min ms':>8} {'x bare':>7}")
+cpu = bool(cpu_times)
+print(f"{'command':<10} {'runs':>5} {'median ms':>10} {'p90 ms':>8} {'min ms':>8} {'x bare':>7}"
+      + (f" {'cpu ms':>8} {'cpu x bare':>10}" if cpu else ""))
 for name in ("bare", "bwrap", "corral"):
     if name in stats:
         s = stats[name]
-        print(f"{name:<10} {s['n']:>5} {s['median_ms']:>10.1f} {s['p90_ms']:>8.1f} {s['min_ms']:>8.1f} {s['ratio_to_bare']:>7.2f}")
+        line = f"{name:<10} {s['n']:>5} {s['median_ms']:>10.1f} {s['p90_ms']:>8.1f} {s['min_ms']:>8.1f} {s['ratio_to_bare']:>7.2f}"
+        if cpu and name == "bwrap":
+            # bubblewrap's program is reaped by its own pid 1 inside the
+            # sandbox, which wait4 does not count: its CPU figure is partial.
+            line += f" {'-':>8} {'-':>10}"
+        elif cpu:
+            line += f" {s['cpu_median_ms']:>8.1f} {s['cpu_ratio_to_bare']:>10.2f}"
+        print(line)
 json.dump({"benchmark": "startup: print(1)", "host": host, "tool": tool, "rounds": int(rounds),
            "runs_per_command": int(runs), "warmup": int(warmup), "stats": stats,
-           "times_s": times}, open(result, "w"), indent=1)
+           "times_s": times, "cpu_times_s": cpu_times}, open(result, "w"), indent=1)
 print(f"\nwritten: {result}")
 EOF
