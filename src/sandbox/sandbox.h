@@ -113,6 +113,7 @@ typedef struct cr_sb {
   struct timespec started;
   uid_t out_uid;       /* the sandbox's user as the host sees it */
   gid_t out_gid;
+  int uid_slot;        /* this process's slot for out_uid (root only), -1 if none */
 } cr_sb;
 
 /* Control messages from the sandbox. */

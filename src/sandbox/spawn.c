@@ -11,7 +11,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -583,11 +582,45 @@ static int write_proc(pid_t pid, const char *file, const char *text, cr_err *err
   return 0;
 }
 
-static atomic_uint g_uid_seq;
+/* Outside uids, as root: 0x40000000 + (our pid << 9 | slot), far above any
+ * real user and unique across corral processes (pids are). A slot is taken
+ * for the sandbox's whole life and given back when it is released, so no
+ * two live sandboxes of this process ever share a uid (the kernel's per-user
+ * counters, pipe buffers and inotify instances among them, stay per
+ * sandbox). 512 sandboxes at once per process; pids fit in 22 bits. */
+#define CR_UID_SLOTS 512
+static pthread_mutex_t g_uid_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t g_uid_used[CR_UID_SLOTS / 64];
+static unsigned g_uid_next;
+
+static int uid_slot_take(void) {
+  int slot = -1;
+  pthread_mutex_lock(&g_uid_mu);
+  /* Round robin from the last one taken: a just-freed uid is reused last. */
+  for (unsigned i = 0; i < CR_UID_SLOTS && slot < 0; i++) {
+    unsigned k = (g_uid_next + i) % CR_UID_SLOTS;
+    if (!(g_uid_used[k / 64] & (1ull << (k % 64)))) {
+      g_uid_used[k / 64] |= 1ull << (k % 64);
+      g_uid_next = k + 1;
+      slot = (int)k;
+    }
+  }
+  pthread_mutex_unlock(&g_uid_mu);
+  return slot;
+}
+
+static void uid_slot_give(int slot) {
+  if (slot < 0 || slot >= CR_UID_SLOTS)
+    return;
+  pthread_mutex_lock(&g_uid_mu);
+  g_uid_used[slot / 64] &= ~(1ull << (slot % 64));
+  pthread_mutex_unlock(&g_uid_mu);
+}
 
 int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
   memset(sb, 0, sizeof *sb);
   sb->ctl_fd = sb->ws_fd = -1;
+  sb->uid_slot = -1;
   for (size_t i = 0; i < sizeof sb->cg_stat_fds / sizeof *sb->cg_stat_fds; i++)
     sb->cg_stat_fds[i] = -1;
   const cr_host_info *h = cr_host_get();
@@ -651,8 +684,21 @@ int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
   uid_t out_uid;
   gid_t out_gid;
   if (h->root) {
-    unsigned seq = atomic_fetch_add(&g_uid_seq, 1);
-    out_uid = (uid_t)(0x40000000u + ((((unsigned)getpid() & 0x3fffffu) << 8) | (seq & 0xffu)));
+    sb->uid_slot = uid_slot_take();
+    if (sb->uid_slot < 0) {
+      for (int i = 0; i < 2; i++)
+        if (cg_join[i] >= 0)
+          close(cg_join[i]);
+      close(sv[0]);
+      close(sv[1]);
+      cr_cg_remove(sb);
+      free(plan);
+      return cr_fail(err, EAGAIN, "this process already runs %d sandboxes at once, the most "
+                                  "it can give a user id of their own; end some first",
+                     CR_UID_SLOTS);
+    }
+    out_uid = (uid_t)(0x40000000u + ((((unsigned)getpid() & 0x3fffffu) << 9) |
+                                     (unsigned)sb->uid_slot));
     out_gid = out_uid;
   } else {
     out_uid = geteuid();
@@ -682,6 +728,8 @@ int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
     close(sv[0]);
     close(sv[1]);
     cr_cg_remove(sb);
+    uid_slot_give(sb->uid_slot);
+    sb->uid_slot = -1;
     free(plan);
     if (e == EPERM || e == EINVAL)
       return cr_fail(err, e, "creating the sandbox's namespaces (clone); check that user "
@@ -805,6 +853,11 @@ void cr_sb_release(cr_sb *sb) {
     close(sb->ws_fd);
   sb->ctl_fd = sb->ws_fd = -1;
   cr_cg_remove(sb);
+  /* PID 1 is reaped: nothing runs under the uid any more. */
+  if (sb->init_pid == 0) {
+    uid_slot_give(sb->uid_slot);
+    sb->uid_slot = -1;
+  }
 }
 
 static int send_cmd(cr_sb *sb, int type, int status, const int *fds, size_t nfds, cr_err *err) {

@@ -2,13 +2,14 @@
  * the test fence; the pytest suite calls this binary): state across cells,
  * FIFO order from several threads, the manager's maximum, idle TTL expiry
  * and a lifetime of 50 sessions that must leave nothing behind: no process,
- * no cgroup, no fd. */
+ * no cgroup, no fd; 300 sandboxes alive at once each with a uid of its own. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "session/session.h"
+#include "sandbox/sandbox.h"
 
 static int count_fds(void) {
   int n = 0;
@@ -235,6 +237,45 @@ static void test_fifty_sessions_leave_nothing(void **state) {
   assert_int_equal(count_cgroups(), 0);
 }
 
+/* More sandboxes alive at once than the old 8-bit uid sequence had values:
+ * every one must get an outside uid of its own (the kernel's per-user
+ * counters are per sandbox only then), and all are given back. */
+static void test_live_sandboxes_have_distinct_uids(void **state) {
+  (void)state;
+  enum { N = 300 };
+  int fds0 = count_fds(), kids0 = count_children();
+  static cr_sb sbs[N];
+  const char *argv[] = {"/usr/bin/sleep", "30", NULL};
+  const char *envp[] = {"PATH=/usr/bin:/bin", NULL};
+  int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  assert_true(null >= 0);
+  cr_sb_config cfg = {.argv = argv, .envp = envp, .stdin_fd = -1, .stdout_fd = null,
+                      .stderr_fd = null,
+                      .limits = {.memory_bytes = 64u << 20, .pids = 8, .nofile = 64,
+                                 .tmp_bytes = 1u << 20, .workspace_bytes = 1u << 20}};
+  cr_err err = {0};
+  for (int i = 0; i < N; i++)
+    if (cr_sb_start(&cfg, &sbs[i], &err) < 0)
+      fail_msg("sandbox %d: %s", i, err.msg);
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < i; j++)
+      if (sbs[i].out_uid == sbs[j].out_uid)
+        fail_msg("sandboxes %d and %d share outside uid %u", j, i, (unsigned)sbs[i].out_uid);
+  assert_int_equal(count_children(), kids0 + N);
+  for (int i = 0; i < N; i++)
+    cr_sb_kill(&sbs[i]);
+  for (int i = 0; i < N; i++)
+    cr_sb_release(&sbs[i]);
+  close(null);
+  /* given back: the next one may take any uid, and still starts */
+  assert_int_equal(cr_sb_start(&cfg, &sbs[0], &err), 0);
+  cr_sb_kill(&sbs[0]);
+  cr_sb_release(&sbs[0]);
+  assert_int_equal(count_children(), kids0);
+  assert_int_equal(count_fds(), fds0);
+  assert_int_equal(count_cgroups(), 0);
+}
+
 int main(void) {
   if (geteuid() != 0) {
     fprintf(stderr, "test_session_api needs root (it creates sandboxes with cgroups)\n");
@@ -245,6 +286,7 @@ int main(void) {
       cmocka_unit_test(test_concurrent_executions_queue),
       cmocka_unit_test(test_manager_ttl_and_max),
       cmocka_unit_test(test_fifty_sessions_leave_nothing),
+      cmocka_unit_test(test_live_sandboxes_have_distinct_uids),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
