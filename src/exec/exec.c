@@ -50,6 +50,13 @@ static bool env_key_ok(const char *kv) {
   return true;
 }
 
+
+/* p lies below dir ("a/b" below "a"): dir would have to be a directory. */
+static bool path_is_under(const char *p, const char *dir) {
+  size_t n = strlen(dir);
+  return strncmp(p, dir, n) == 0 && p[n] == '/';
+}
+
 static int validate(const cr_exec_spec *s, const cr_runtime **rt, cr_err *err) {
   *rt = cr_runtime_find(s->language ? s->language : "python");
   if (!*rt)
@@ -96,11 +103,23 @@ static int validate(const cr_exec_spec *s, const cr_runtime **rt, cr_err *err) {
                      p ? p : "(null)");
     if (s->files[i].fd < 0 && !s->files[i].data && s->files[i].len)
       return cr_fail(err, 0, "file '%s' has neither content nor an fd", p);
-    for (size_t j = 0; j < i; j++)
-      if (strcmp(s->files[j].path, p) == 0)
+    for (size_t j = 0; j < i; j++) {
+      const char *q = s->files[j].path;
+      if (strcmp(q, p) == 0)
         return cr_fail(err, 0, "file '%s' is given twice", p);
+      const char *dir = path_is_under(p, q) ? q : path_is_under(q, p) ? p : NULL;
+      if (dir)
+        return cr_fail(err, 0,
+                       "files '%s' and '%s' clash: '%s' cannot be both a file and a "
+                       "directory; rename one of them",
+                       q, p, dir);
+    }
     if (strcmp(p, code_name) == 0)
       return cr_fail(err, 0, "file '%s' would overwrite the program itself: rename it", p);
+    if (path_is_under(p, code_name))
+      return cr_fail(err, 0, "file '%s' would need a directory named like the program '%s': "
+                             "rename it",
+                     p, code_name);
   }
   for (const char *const *e = s->env; e && *e; e++)
     if (!env_key_ok(*e))

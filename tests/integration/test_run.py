@@ -160,6 +160,32 @@ def test_file_in_name_must_stay_inside_workspace(corral_bin, tmp_path, name):
     assert r.err.strip(), "a usage error must say what is wrong"
 
 
+@pytest.mark.parametrize("names,says", [
+    (["d", "d/x"], "clash"),          # 'd' both a file and a directory
+    (["d/x", "d"], "clash"),          # either order
+    (["main.py/x"], "program"),       # below the program's own file
+    (["a.txt", "a.txt"], "twice"),
+])
+def test_clashing_input_paths_are_a_usage_error(corral_bin, tmp_path, names, says):
+    a = tmp_path / "a.txt"
+    a.write_text("alpha\n")
+    args = []
+    for n in names:
+        args += ["-f", f"{a}:{n}"]
+    r = run_corral(args + ["-c", "print(1)"], json_mode=False)
+    assert r.rc == 2, f"{names} must be refused before any sandbox starts: rc={r.rc} err={r.err!r}"
+    assert says.encode() in r.err, f"the error must say what is wrong: {r.err!r}"
+
+
+def test_sibling_input_paths_in_one_directory_are_fine(corral, tmp_path):
+    a = tmp_path / "a.txt"
+    a.write_text("alpha\n")
+    r = run_corral(["-f", f"{a}:d/x", "-f", f"{a}:d/y", "-c",
+                "import os; print(sorted(os.listdir('d')))"])
+    assert r["status"] == "ok", r.why()
+    assert r["stdout"] == "['x', 'y']\n"
+
+
 def test_files_list_created_modified_deleted(corral, tmp_path):
     for n, t in (("mod.txt", "old\n"), ("del.txt", "bye\n"), ("keep.txt", "same\n")):
         (tmp_path / n).write_text(t)
