@@ -17,6 +17,7 @@ typedef struct cr_run_opts {
   const char *path;           /* FILE or "-" */
   const char *lang;           /* --lang, NULL = from the file or python */
   bool json;
+  bool raw_output;  /* program output to a terminal unfiltered */
   double timeout_s, cpu_s;
   uint64_t memory_bytes, disk_bytes, output_limit, output_max;
   uint32_t pids;
@@ -42,5 +43,22 @@ int cr_cli_session(int argc, char **argv);
 int cr_cli_serve(int argc, char **argv);
 int cr_cli_mcp(int argc, char **argv);
 int cr_cli_agent(int argc, char **argv);
+
+/* On a terminal the program's bytes could drive the terminal: escape
+ * sequences retitle it, rewrite what is on screen (hiding what really ran),
+ * write the clipboard (OSC 52) or worse on some emulators. Where `filter` is
+ * set (the fd is a terminal and --raw-output was not given), control
+ * characters other than tab, newline and carriage return are shown cat -v
+ * style (ESC as ^[, U+009B as <U+009B>); otherwise the bytes pass
+ * unchanged. State carries across chunks of one stream. */
+typedef struct cr_tty_out {
+  bool filter;
+  bool held_c2; /* a 0xC2 ended the last chunk: maybe the start of a C1 */
+} cr_tty_out;
+
+void cr_tty_init(cr_tty_out *t, int fd, bool raw);
+void cr_tty_write(cr_tty_out *t, int fd, const char *p, size_t n);
+/* Writes what a chunk boundary held back. */
+void cr_tty_flush(cr_tty_out *t, int fd);
 
 #endif

@@ -32,7 +32,7 @@ static int parse_u64(const char *s, uint64_t *out) {
 
 enum {
   OPT_JSON = 256, OPT_CPU, OPT_PIDS, OPT_DISK, OPT_OUTLIMIT, OPT_OUTMAX, OPT_STDIN,
-  OPT_EXPECT, OPT_EXPECT_FILE,
+  OPT_EXPECT, OPT_EXPECT_FILE, OPT_RAW_OUTPUT,
 };
 
 int cr_cli_parse_run(int argc, char **argv, cr_run_opts *o, cr_err *err) {
@@ -47,6 +47,7 @@ int cr_cli_parse_run(int argc, char **argv, cr_run_opts *o, cr_err *err) {
       {"code", required_argument, NULL, 'c'},
       {"lang", required_argument, NULL, 'l'},
       {"json", no_argument, NULL, OPT_JSON},
+      {"raw-output", no_argument, NULL, OPT_RAW_OUTPUT},
       {"timeout", required_argument, NULL, 't'},
       {"cpu", required_argument, NULL, OPT_CPU},
       {"memory", required_argument, NULL, 'm'},
@@ -74,6 +75,7 @@ int cr_cli_parse_run(int argc, char **argv, cr_run_opts *o, cr_err *err) {
     case 'c': o->code = optarg; break;
     case 'l': o->lang = optarg; break;
     case OPT_JSON: o->json = true; break;
+    case OPT_RAW_OUTPUT: o->raw_output = true; break;
     case 't':
       if (parse_double(optarg, &d) < 0 || d <= 0)
         return cr_fail(err, 0, "--timeout '%s': give a number of seconds above 0, e.g. 5 or 0.5",

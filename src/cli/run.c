@@ -34,6 +34,8 @@ static const char usage[] =
     "      --expect TEXT      expected stdout (\\n decoded); a mismatch is status wrong_answer\n"
     "      --expect-file FILE expected stdout from a file\n"
     "  -e, --env KEY=VALUE    environment variable for the program (repeatable)\n"
+    "      --raw-output       write the program's output to a terminal unchanged (by default\n"
+    "                         control characters other than tab, newline and CR are shown as ^X)\n"
     "exit code: the program's; 124 timeout, 137 memory_limit, 123 output_limit,\n"
     "122 wrong_answer, 130 interrupted, 125 sandbox_error, 2 usage error\n";
 
@@ -79,24 +81,13 @@ static void on_signal(int sig) {
 
 typedef struct live {
   size_t sent[3];
+  cr_tty_out tty[3];
 } live;
 
-static void write_all(int fd, const char *p, size_t n) {
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      return;
-    }
-    p += w;
-    n -= (size_t)w;
-  }
-}
 
 static void on_output(void *ctx, int stream, const char *data, size_t len) {
   live *l = ctx;
-  write_all(stream, data, len);
+  cr_tty_write(&l->tty[stream], stream, data, len);
   l->sent[stream] += len;
 }
 
@@ -117,7 +108,7 @@ static int exit_code_for(const cr_result *r) {
   return 125;
 }
 
-static void status_line(const cr_result *r) {
+static void status_line(const cr_result *r, cr_tty_out *t) {
   char code[32];
   if (r->exited)
     snprintf(code, sizeof code, "exit %d", r->exit_code);
@@ -128,9 +119,16 @@ static void status_line(const cr_result *r) {
   fprintf(stderr, "corral: %s, %s, %.1f ms, cpu %.1f ms, %.1f MiB\n", cr_status_name(r->status),
           code, r->duration_ms, r->cpu_ms, (double)r->memory_peak_bytes / (1 << 20));
   if (r->has_error) {
-    fprintf(stderr, "corral: %s: %s%s%s\n", cr_category_name(r->error.category),
-            r->error.name ? r->error.name : "", r->error.message ? ": " : "",
-            r->error.message ? r->error.message : "");
+    /* The error's name and message come from the program's stderr. */
+    char *line = NULL;
+    int n = asprintf(&line, "corral: %s: %s%s%s\n", cr_category_name(r->error.category),
+                     r->error.name ? r->error.name : "", r->error.message ? ": " : "",
+                     r->error.message ? r->error.message : "");
+    if (n > 0) {
+      fflush(stderr);
+      cr_tty_write(t, 2, line, (size_t)n);
+    }
+    free(line);
     if (r->error.hint)
       fprintf(stderr, "corral: hint: %s\n", r->error.hint);
   }
@@ -266,7 +264,9 @@ int cr_cli_run(int argc, char **argv) {
   }
   signal(SIGPIPE, SIG_IGN);
 
-  live l = {{0, 0, 0}};
+  live l = {{0, 0, 0}, {{0}, {0}, {0}}};
+  cr_tty_init(&l.tty[1], 1, o.raw_output);
+  cr_tty_init(&l.tty[2], 2, o.raw_output);
   cr_sink sink = {.ctx = &l, .on_output = on_output};
   if (cr_execute(&spec, o.json ? NULL : &sink, &res, &err) < 0) {
     fprintf(stderr, "corral run: %s\n", err.msg);
@@ -285,10 +285,12 @@ int cr_cli_run(int argc, char **argv) {
     /* The head went out live; the rest (the dropped-bytes marker and the
      * tail, or what came after the live part) follows now. */
     if (res.out_len > l.sent[1])
-      write_all(1, res.out + l.sent[1], res.out_len - l.sent[1]);
+      cr_tty_write(&l.tty[1], 1, res.out + l.sent[1], res.out_len - l.sent[1]);
     if (res.err_len > l.sent[2])
-      write_all(2, res.err + l.sent[2], res.err_len - l.sent[2]);
-    status_line(&res);
+      cr_tty_write(&l.tty[2], 2, res.err + l.sent[2], res.err_len - l.sent[2]);
+    cr_tty_flush(&l.tty[1], 1);
+    cr_tty_flush(&l.tty[2], 2);
+    status_line(&res, &l.tty[2]);
   }
   fflush(stdout);
   rc = exit_code_for(&res);

@@ -27,6 +27,8 @@ static const char usage[] =
     "      --pids N         most processes/threads at once (default 128)\n"
     "      --json           print each cell's result as one JSON line\n"
     "  -e, --env KEY=VALUE  environment variable (repeatable)\n"
+    "      --raw-output     program output to a terminal unchanged (default: control\n"
+    "                       characters other than tab, newline and CR shown as ^X)\n"
     "Cells: from a terminal, an empty line runs what was typed; from a pipe or\n"
     "file, blocks separated by blank lines. Ctrl-C interrupts the running cell.\n";
 
@@ -52,25 +54,35 @@ static void *interrupter(void *arg) {
   return NULL;
 }
 
+/* The program's bytes reach the terminal through cr_tty_write (escape
+ * sequences shown, not obeyed). */
+static cr_tty_out g_tty[3];
+
 static void on_output(void *ctx, int stream, const char *data, size_t len) {
   size_t *sent = ctx;
-  fwrite(data, 1, len, stream == 1 ? stdout : stderr);
   fflush(stream == 1 ? stdout : stderr);
+  cr_tty_write(&g_tty[stream], stream, data, len);
   sent[stream] += len;
 }
 
 static void print_result(const cr_result *r, const size_t sent[3]) {
+  fflush(stdout);
   if (r->out_len > sent[1])
-    fwrite(r->out + sent[1], 1, r->out_len - sent[1], stdout);
+    cr_tty_write(&g_tty[1], 1, r->out + sent[1], r->out_len - sent[1]);
   if (r->err_len > sent[2])
-    fwrite(r->err + sent[2], 1, r->err_len - sent[2], stderr);
+    cr_tty_write(&g_tty[2], 2, r->err + sent[2], r->err_len - sent[2]);
+  cr_tty_flush(&g_tty[1], 1);
+  cr_tty_flush(&g_tty[2], 2);
   for (size_t i = 0; i < r->nresults; i++) {
     json_t *mime = r->results[i].mime;
     json_t *text = json_object_get(mime, "text/plain");
     const char *key;
     json_t *v;
     if (r->results[i].main && json_is_string(text)) {
-      printf("%s\n", json_string_value(text));
+      fflush(stdout);
+      cr_tty_write(&g_tty[1], 1, json_string_value(text), json_string_length(text));
+      cr_tty_flush(&g_tty[1], 1);
+      putchar('\n');
       continue;
     }
     printf("[display:");
@@ -127,7 +139,7 @@ static bool read_cell(FILE *in, bool tty, cr_buf *cell) {
 int cr_cli_session(int argc, char **argv) {
   cr_session_opts o;
   cr_session_opts_init(&o);
-  bool json = false;
+  bool json = false, raw = false;
   const char *env[257];
   size_t nenv = 0;
   static const struct option longopts[] = {
@@ -135,7 +147,7 @@ int cr_cli_session(int argc, char **argv) {
       {"memory", required_argument, NULL, 'm'}, {"json", no_argument, NULL, 'j'},
       {"env", required_argument, NULL, 'e'},   {"help", no_argument, NULL, 'h'},
       {"disk", required_argument, NULL, 'd'},  {"pids", required_argument, NULL, 'p'},
-      {NULL, 0, NULL, 0}};
+      {"raw-output", no_argument, NULL, 'r'},  {NULL, 0, NULL, 0}};
   optind = 1;
   opterr = 0;
   int c;
@@ -175,6 +187,7 @@ int cr_cli_session(int argc, char **argv) {
       break;
     }
     case 'j': json = true; break;
+    case 'r': raw = true; break;
     case 'e':
       if (nenv >= 256 || !strchr(optarg, '=')) {
         fprintf(stderr, "corral session: --env '%s': give KEY=VALUE\n", optarg);
@@ -195,6 +208,9 @@ int cr_cli_session(int argc, char **argv) {
     fprintf(stderr, "corral session: unexpected argument '%s'\n", argv[optind]);
     return 2;
   }
+  cr_tty_init(&g_tty[1], 1, raw);
+  cr_tty_init(&g_tty[2], 2, raw);
+
   env[nenv] = NULL;
   o.env = nenv ? env : NULL;
 

@@ -708,3 +708,67 @@ def test_doctor(corral_bin):
     flat = json.dumps(doc).lower()
     for word in ("namespace", "seccomp", "landlock", "cgroup"):
         assert word in flat, f"corral doctor --json does not report {word}: {flat[:2000]}"
+
+
+def _run_on_a_terminal(args):
+    """Runs corral with stdout and stderr on a pseudo-terminal; returns all it wrote."""
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(corral_path(), ["corral"] + args)
+    out = b""
+    while True:
+        try:
+            d = os.read(fd, 65536)
+        except OSError:
+            break
+        if not d:
+            break
+        out += d
+    os.waitpid(pid, 0)
+    os.close(fd)
+    return out
+
+
+HOSTILE_TTY = ('import sys; print("\\x1b]0;pwned\\x07\\x1b]52;c;ZXZpbA==\\x07hi \\u009b caf\\u00e9"); '
+               'sys.stderr.write("\\x1b[2J\\x1b[H gone\\n")')
+
+
+def test_terminal_output_shows_escape_sequences_instead_of_obeying_them(corral_bin):
+    out = _run_on_a_terminal(["run", "-c", HOSTILE_TTY])
+    assert b"\x1b" not in out and b"\x07" not in out, f"a control byte reached the terminal: {out!r}"
+    assert b"\xc2\x9b" not in out, f"a C1 control reached the terminal: {out!r}"
+    assert b"^[]0;pwned^G" in out and b"^[[2J^[[H gone" in out, out
+    assert b"<U+009B>" in out, out
+    assert "café".encode() in out, "ordinary UTF-8 must pass unchanged"
+    assert b"corral: ok, exit 0" in out
+
+
+def test_raw_output_and_pipes_get_the_bytes_unchanged(corral_bin):
+    out = _run_on_a_terminal(["run", "--raw-output", "-c", HOSTILE_TTY])
+    assert b"\x1b]0;pwned\x07" in out, out
+    p = subprocess.run([corral_path(), "run", "-c", HOSTILE_TTY], capture_output=True)
+    assert p.stdout.startswith(b"\x1b]0;pwned\x07\x1b]52;c;ZXZpbA==\x07hi \xc2\x9b caf"), p.stdout
+    assert p.stderr.startswith(b"\x1b[2J\x1b[H gone\n"), p.stderr
+
+
+def test_session_repl_on_a_terminal_filters_too(corral_bin):
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(corral_path(), ["corral", "session"])
+    os.write(fd, b'print("\\x1b]0;t\\x07x")\n\n')
+    os.write(fd, b"\x04")
+    out = b""
+    while True:
+        try:
+            d = os.read(fd, 65536)
+        except OSError:
+            break
+        if not d:
+            break
+        out += d
+    os.waitpid(pid, 0)
+    os.close(fd)
+    assert b"\x1b]0;t" not in out, out
+    assert b"^[]0;t^Gx" in out, out

@@ -1,0 +1,64 @@
+/* Program output on a terminal: see cr_tty_out in cli.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+static void write_all(int fd, const char *p, size_t n) {
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+void cr_tty_init(cr_tty_out *t, int fd, bool raw) {
+  t->filter = !raw && isatty(fd);
+  t->held_c2 = false;
+}
+
+void cr_tty_write(cr_tty_out *t, int fd, const char *p, size_t n) {
+  if (!t->filter) {
+    write_all(fd, p, n);
+    return;
+  }
+  char buf[4096 + 16];
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)p[i];
+    if (k > 4096) {
+      write_all(fd, buf, k);
+      k = 0;
+    }
+    if (t->held_c2) {
+      t->held_c2 = false;
+      if (c >= 0x80 && c <= 0x9f) {
+        k += (size_t)snprintf(buf + k, 16, "<U+%04X>", c);
+        continue;
+      }
+      buf[k++] = (char)0xc2;
+    }
+    if (c == 0xc2) {
+      t->held_c2 = true; /* the next byte tells: C1 control or a Latin-1 letter */
+    } else if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+      buf[k++] = '^';
+      buf[k++] = (char)(c ^ 0x40);
+    } else {
+      buf[k++] = (char)c;
+    }
+  }
+  write_all(fd, buf, k);
+}
+
+void cr_tty_flush(cr_tty_out *t, int fd) {
+  if (t->held_c2) {
+    t->held_c2 = false;
+    write_all(fd, "\xc2", 1);
+  }
+}
