@@ -710,12 +710,8 @@ def test_doctor(corral_bin):
         assert word in flat, f"corral doctor --json does not report {word}: {flat[:2000]}"
 
 
-def _run_on_a_terminal(args):
-    """Runs corral with stdout and stderr on a pseudo-terminal; returns all it wrote."""
-    import pty
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execv(corral_path(), ["corral"] + args)
+def _read_terminal(pid, fd):
+    """Everything written to the pseudo-terminal fd until the child pid ends."""
     out = b""
     while True:
         try:
@@ -728,6 +724,15 @@ def _run_on_a_terminal(args):
     os.waitpid(pid, 0)
     os.close(fd)
     return out
+
+
+def _run_on_a_terminal(args):
+    """Runs corral with stdout and stderr on a pseudo-terminal; returns all it wrote."""
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(corral_path(), ["corral"] + args)
+    return _read_terminal(pid, fd)
 
 
 HOSTILE_TTY = ('import sys; print("\\x1b]0;pwned\\x07\\x1b]52;c;ZXZpbA==\\x07hi \\u009b caf\\u00e9"); '
@@ -759,16 +764,6 @@ def test_session_repl_on_a_terminal_filters_too(corral_bin):
         os.execv(corral_path(), ["corral", "session"])
     os.write(fd, b'print("\\x1b]0;t\\x07x")\n\n')
     os.write(fd, b"\x04")
-    out = b""
-    while True:
-        try:
-            d = os.read(fd, 65536)
-        except OSError:
-            break
-        if not d:
-            break
-        out += d
-    os.waitpid(pid, 0)
-    os.close(fd)
+    out = _read_terminal(pid, fd)
     assert b"\x1b]0;t" not in out, out
     assert b"^[]0;t^Gx" in out, out
