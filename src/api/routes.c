@@ -1026,7 +1026,10 @@ static enum MHD_Result route_session_execute(cr_api *a, struct MHD_Connection *c
       cr_api_release(a);
       cr_mgr_touch(a->mgr, s);
       cr_mgr_release(a->mgr, s);
-      if (rc < 0) {
+      if (rc < 0 && err.errnum == ESHUTDOWN) {
+        cr_result_free(&res);
+        ret = respond_error(a, c, r, 409, "session_closed", "%s", err.msg);
+      } else if (rc < 0) {
         cr_result_free(&res);
         ret = respond_error(a, c, r, 400, "invalid_request", "%s", err.msg);
       } else {

@@ -234,9 +234,9 @@ int cr_mgr_close(cr_session_mgr *m, const char *id, const char *owner, cr_err *e
         entry_free(e);
         return 0;
       }
-      /* A running execution finishes first; interrupting it frees the
-       * session soonest. */
-      cr_session_interrupt(e->s);
+      /* The running execution is interrupted (it frees the session
+       * soonest) and the ones still queued return without running. */
+      cr_session_shut(e->s);
       pthread_mutex_unlock(&m->lock);
       return 0;
     }
@@ -271,7 +271,7 @@ size_t cr_mgr_reap(cr_session_mgr *m) {
           break;
         }
         /* Borrowed: closed at release; interrupt what it runs. */
-        cr_session_interrupt(e->s);
+        cr_session_shut(e->s);
       }
     }
     pthread_mutex_unlock(&m->lock);

@@ -46,6 +46,7 @@ struct cr_session {
   uint64_t next_id;
   bool driver_alive;
   bool broken;                /* the sandbox itself is gone: only close helps */
+  bool shut;                  /* being closed: nothing more runs (under lock) */
   /* FIFO order of executions */
   pthread_mutex_t lock;
   pthread_cond_t cv;
@@ -460,6 +461,21 @@ static void end_turn(cr_session *s) {
   pthread_mutex_unlock(&s->lock);
 }
 
+void cr_session_shut(cr_session *s) {
+  pthread_mutex_lock(&s->lock);
+  s->shut = true;
+  pthread_mutex_unlock(&s->lock);
+  cr_session_interrupt(s);
+}
+
+/* After take_turn: true when the session was shut while we waited. */
+static bool shut_now(cr_session *s) {
+  pthread_mutex_lock(&s->lock);
+  bool shut = s->shut;
+  pthread_mutex_unlock(&s->lock);
+  return shut;
+}
+
 bool cr_session_interrupt(cr_session *s) {
   pthread_mutex_lock(&s->lock);
   bool busy = s->busy;
@@ -585,6 +601,12 @@ int cr_session_execute(cr_session *s, const char *code, size_t len, double timeo
 
   take_turn(s);
   int rc = 0;
+  if (shut_now(s)) {
+    end_turn(s);
+    cr_fail(err, 0, "the session was closed before this code ran: none of it ran");
+    err->errnum = ESHUTDOWN; /* for callers to tell; not part of the message */
+    return -1;
+  }
   if (s->broken) {
     end_turn(s);
     return cr_fail(err, 0, "the session's sandbox is gone: close it and open a new one");
@@ -930,7 +952,10 @@ int cr_session_execute(cr_session *s, const char *code, size_t len, double timeo
 int cr_session_restart(cr_session *s, cr_err *err) {
   take_turn(s);
   int rc = 0;
-  if (s->broken) {
+  if (shut_now(s)) {
+    rc = cr_fail(err, 0, "the session was closed before the restart");
+    err->errnum = ESHUTDOWN;
+  } else if (s->broken) {
     rc = cr_fail(err, 0, "the session's sandbox is gone: close it and open a new one");
   } else {
     if (s->driver_alive) {

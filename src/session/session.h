@@ -65,6 +65,12 @@ int cr_session_execute(cr_session *s, const char *code, size_t len, double timeo
  * interrupted, state kept). Returns true when there was one. */
 bool cr_session_interrupt(cr_session *s);
 
+/* The session is being closed: the running execution is interrupted and
+ * every execution still waiting for its turn returns -1 without running
+ * (err->errnum ESHUTDOWN, "closed before this code ran"), as does any later
+ * one. */
+void cr_session_shut(cr_session *s);
+
 /* A fresh interpreter; files in /workspace are kept. Waits for the running
  * execution, if any, to end first. */
 int cr_session_restart(cr_session *s, cr_err *err);

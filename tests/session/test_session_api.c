@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -237,6 +238,67 @@ static void test_fifty_sessions_leave_nothing(void **state) {
   assert_int_equal(count_cgroups(), 0);
 }
 
+typedef struct queued_arg {
+  cr_session_mgr *m;
+  cr_session *s;
+  const char *code;
+  int rc, errnum;
+  cr_status status;
+} queued_arg;
+
+static void *run_borrowed(void *p) {
+  queued_arg *q = p;
+  cr_result r;
+  cr_err err = {0};
+  q->rc = cr_session_execute(q->s, q->code, strlen(q->code), 0, NULL, &r, &err);
+  q->errnum = err.errnum;
+  q->status = r.status;
+  cr_result_free(&r);
+  cr_mgr_release(q->m, q->s);
+  return NULL;
+}
+
+/* Closing a session while executions wait for their turn: the running one
+ * is interrupted, the waiting ones return without running (they would have
+ * run in a session the caller already closed), and the session then goes. */
+static void test_close_drops_queued_executions(void **state) {
+  (void)state;
+  int kids0 = count_children();
+  cr_mgr_opts mo;
+  cr_mgr_opts_init(&mo);
+  cr_session_mgr *m;
+  cr_err err = {0};
+  assert_int_equal(cr_mgr_new(&mo, &m, &err), 0);
+  cr_session_opts o;
+  cr_session_opts_init(&o);
+  char id[40];
+  assert_int_equal(cr_mgr_open(m, &o, 60, NULL, id, &err), 0);
+  queued_arg q[3] = {{.code = "import time; time.sleep(30)"},
+                     {.code = "open('ran-1', 'w').write('x')"},
+                     {.code = "open('ran-2', 'w').write('x')"}};
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) {
+    q[i].m = m;
+    q[i].s = cr_mgr_get(m, id, NULL, &err);
+    assert_non_null(q[i].s);
+    pthread_create(&th[i], NULL, run_borrowed, &q[i]);
+    usleep(i == 0 ? 300000 : 50000); /* the sleeper first, then the two in the queue */
+  }
+  assert_int_equal(cr_mgr_close(m, id, NULL, &err), 0);
+  for (int i = 0; i < 3; i++)
+    pthread_join(th[i], NULL);
+  assert_int_equal(q[0].rc, 0);
+  assert_int_equal(q[0].status, CR_ST_INTERRUPTED);
+  for (int i = 1; i < 3; i++) {
+    assert_int_equal(q[i].rc, -1);
+    assert_int_equal(q[i].errnum, ESHUTDOWN);
+  }
+  assert_int_equal(cr_mgr_count(m), 0);
+  cr_mgr_free(m);
+  assert_int_equal(count_children(), kids0);
+  assert_int_equal(count_cgroups(), 0);
+}
+
 /* More sandboxes alive at once than the old 8-bit uid sequence had values:
  * every one must get an outside uid of its own (the kernel's per-user
  * counters are per sandbox only then), and all are given back. */
@@ -287,6 +349,7 @@ int main(void) {
       cmocka_unit_test(test_manager_ttl_and_max),
       cmocka_unit_test(test_fifty_sessions_leave_nothing),
       cmocka_unit_test(test_live_sandboxes_have_distinct_uids),
+      cmocka_unit_test(test_close_drops_queued_executions),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
