@@ -212,14 +212,21 @@ static void test_manager_ttl_and_max(void **state) {
   assert_int_equal(count_cgroups(), 0);
 }
 
+static cr_session_mgr *default_mgr(void) {
+  cr_mgr_opts mo;
+  cr_mgr_opts_init(&mo);
+  cr_session_mgr *m = NULL;
+  cr_err err = {0};
+  if (cr_mgr_new(&mo, &m, &err) < 0)
+    fail_msg("cr_mgr_new: %s", err.msg);
+  return m;
+}
+
 static void test_fifty_sessions_leave_nothing(void **state) {
   (void)state;
   int fds0 = count_fds(), kids0 = count_children();
-  cr_mgr_opts mo;
-  cr_mgr_opts_init(&mo);
-  cr_session_mgr *m;
+  cr_session_mgr *m = default_mgr();
   cr_err err = {0};
-  assert_int_equal(cr_mgr_new(&mo, &m, &err), 0);
   cr_session_opts o;
   cr_session_opts_init(&o);
   o.language = "bash";
@@ -264,11 +271,8 @@ static void *run_borrowed(void *p) {
 static void test_close_drops_queued_executions(void **state) {
   (void)state;
   int kids0 = count_children();
-  cr_mgr_opts mo;
-  cr_mgr_opts_init(&mo);
-  cr_session_mgr *m;
+  cr_session_mgr *m = default_mgr();
   cr_err err = {0};
-  assert_int_equal(cr_mgr_new(&mo, &m, &err), 0);
   cr_session_opts o;
   cr_session_opts_init(&o);
   char id[40];
