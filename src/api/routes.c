@@ -1667,20 +1667,36 @@ static const char *e2b_reported_language(const char *ours) {
   return strcmp(ours, "node") == 0 ? "javascript" : ours;
 }
 
-/* The default context of an owner for a language, created on first use. */
+/* The registered default of (owner, lang), or -1. Under a->lock. */
+static ssize_t e2b_default_find(cr_api *a, const char *owner, const char *lang) {
+  for (size_t i = 0; i < a->ndefaults; i++)
+    if (strcmp(a->defaults[i].owner, owner) == 0 && strcmp(a->defaults[i].language, lang) == 0)
+      return (ssize_t)i;
+  return -1;
+}
+
+/* The default context of an owner for a language, created on first use.
+ * Two first requests may race to create it: the second to finish closes its
+ * own and uses the one registered first, so an owner never has two
+ * defaults whose variables diverge. */
 static int e2b_default(cr_api *a, const char *owner, const char *lang, char id[40], cr_err *err) {
   pthread_mutex_lock(&a->lock);
-  for (size_t i = 0; i < a->ndefaults; i++)
-    if (strcmp(a->defaults[i].owner, owner) == 0 && strcmp(a->defaults[i].language, lang) == 0) {
-      snprintf(id, 40, "%s", a->defaults[i].id);
-      pthread_mutex_unlock(&a->lock);
-      cr_session_info info;
-      if (cr_mgr_info(a->mgr, id, owner, &info, err) == 0)
-        return 0;
-      pthread_mutex_lock(&a->lock);
-      a->defaults[i] = a->defaults[--a->ndefaults]; /* it expired: make a new one */
-      break;
+  ssize_t i = e2b_default_find(a, owner, lang);
+  if (i >= 0) {
+    char known[40];
+    snprintf(known, sizeof known, "%s", a->defaults[i].id);
+    pthread_mutex_unlock(&a->lock);
+    cr_session_info info;
+    if (cr_mgr_info(a->mgr, known, owner, &info, err) == 0) {
+      snprintf(id, 40, "%s", known);
+      return 0;
     }
+    /* It expired: forget it (if nobody replaced it meanwhile), make a new one. */
+    pthread_mutex_lock(&a->lock);
+    i = e2b_default_find(a, owner, lang);
+    if (i >= 0 && strcmp(a->defaults[i].id, known) == 0)
+      a->defaults[i] = a->defaults[--a->ndefaults];
+  }
   pthread_mutex_unlock(&a->lock);
   cr_session_opts o;
   cr_session_opts_init(&o);
@@ -1692,14 +1708,27 @@ static int e2b_default(cr_api *a, const char *owner, const char *lang, char id[4
     return -1;
   atomic_fetch_add(&a->m_sandboxes, 1);
   pthread_mutex_lock(&a->lock);
-  cr_e2b_default *d = realloc(a->defaults, (a->ndefaults + 1) * sizeof *d);
-  if (d) {
-    a->defaults = d;
-    snprintf(d[a->ndefaults].owner, sizeof d[a->ndefaults].owner, "%s", owner);
-    snprintf(d[a->ndefaults].language, sizeof d[a->ndefaults].language, "%s", lang);
-    snprintf(d[a->ndefaults].id, sizeof d[a->ndefaults].id, "%s", id);
-    a->ndefaults++;
+  i = e2b_default_find(a, owner, lang);
+  if (i >= 0) {
+    /* Another request registered one while we made ours: theirs wins. */
+    char mine[40];
+    snprintf(mine, sizeof mine, "%s", id);
+    snprintf(id, 40, "%s", a->defaults[i].id);
+    pthread_mutex_unlock(&a->lock);
+    cr_mgr_close(a->mgr, mine, owner, NULL);
+    return 0;
   }
+  cr_e2b_default *d = realloc(a->defaults, (a->ndefaults + 1) * sizeof *d);
+  if (!d) {
+    pthread_mutex_unlock(&a->lock);
+    cr_mgr_close(a->mgr, id, owner, NULL);
+    return cr_fail(err, ENOMEM, "registering the default context");
+  }
+  a->defaults = d;
+  snprintf(d[a->ndefaults].owner, sizeof d[a->ndefaults].owner, "%s", owner);
+  snprintf(d[a->ndefaults].language, sizeof d[a->ndefaults].language, "%s", lang);
+  snprintf(d[a->ndefaults].id, sizeof d[a->ndefaults].id, "%s", id);
+  a->ndefaults++;
   pthread_mutex_unlock(&a->lock);
   return 0;
 }

@@ -2,8 +2,11 @@
 npm, installed by the test set-up into tests/e2b/node_modules) in debug mode
 against `corral serve --e2b-port`."""
 
+import http.client
+import json
 import os
 import shutil
+import threading
 import signal
 import socket
 import subprocess
@@ -48,3 +51,42 @@ def test_e2b_sdk(server):
     out = r.stdout.decode()
     assert r.returncode == 0 and "FAIL" not in out, out + r.stderr.decode()[-3000:]
     assert " 0 failed" in out, out
+
+
+def _e2b_execute(port, code, language):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request("POST", "/execute", body=json.dumps({"code": code, "language": language}),
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    assert r.status == 200, r.read()
+    out = ""
+    for line in r.read().decode().splitlines():
+        if line.strip():
+            ev = json.loads(line)
+            if ev.get("type") == "stdout":
+                out += ev["text"]
+    c.close()
+    return out
+
+
+def test_concurrent_first_uses_share_one_default_context(server):
+    """Several first requests for a language at once must all land in one
+    default context: a counter kept there counts every one of them once."""
+    code = 'hits=$((hits+1)); echo "$hits"'
+    outs, errors = [], []
+
+    def one():
+        try:
+            outs.append(_e2b_execute(server, code, "bash"))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=one) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    counts = sorted(int(o.strip()) for o in outs)
+    assert counts == [1, 2, 3, 4, 5, 6], f"two default contexts were made: {counts}"
+    assert _e2b_execute(server, 'echo "$hits"', "bash").strip() == "6"
