@@ -220,7 +220,7 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
   stream out = {.fd = -1}, errs = {.fd = -1};
   int outp[2] = {-1, -1}, errp[2] = {-1, -1};
   int stdin_fd = -1, timer = -1;
-  cr_sb sb = {.ctl_fd = -1, .ws_fd = -1, .uid_slot = -1};
+  cr_sb sb = {.ctl_fd = -1, .ws_fd = -1, .uid_slot = -1, .payload_pidfd = -1};
   bool started = false;
   cr_err e2 = {0};
 

@@ -114,6 +114,7 @@ typedef struct cr_sb {
   uid_t out_uid;       /* the sandbox's user as the host sees it */
   gid_t out_gid;
   int uid_slot;        /* this process's slot for out_uid (root only), -1 if none */
+  int payload_pidfd;   /* persistent: a pidfd of the current program, or -1 */
 } cr_sb;
 
 /* Control messages from the sandbox. */
@@ -125,7 +126,7 @@ typedef enum cr_ctl_type {
   /* supervisor -> PID 1 (persistent sandboxes) */
   CR_CTL_SIGNAL = 4,  /* send signal `status` to the program's process group */
   CR_CTL_SPAWN = 5,   /* start the program again with the fds attached */
-  CR_CTL_SPAWNED = 6, /* PID 1 -> supervisor: the new program runs; status = its pid outside */
+  CR_CTL_SPAWNED = 6, /* PID 1 -> supervisor: the new program runs (its pidfd attached) */
 } cr_ctl_type;
 
 typedef struct cr_ctl_msg {
@@ -167,6 +168,11 @@ int cr_sb_reap(cr_sb *sb, cr_sb_stats *stats, cr_err *err);
 /* Kills (if still running), reaps, closes every fd and removes the cgroups.
  * Always safe; the struct can be reused after. */
 void cr_sb_release(cr_sb *sb);
+
+/* Persistent sandboxes: the current program's pid as this process sees it
+ * (from the pidfd PID 1 sent with READY/SPAWNED), or -1 when unknown or
+ * already reaped. */
+pid_t cr_sb_program_pid(const cr_sb *sb);
 
 /* true when path is a safe relative path for /workspace: not empty, not
  * absolute, no "." or ".." component, no empty component, no NUL, at most

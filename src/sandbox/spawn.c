@@ -137,7 +137,8 @@ typedef struct child_args {
   bool root;
 } child_args;
 
-static void send_msg(int ctl, int type, int err, int status, const char *text, int fd) {
+/* fd and fd2 (-1: none) travel with the message. */
+static void send_msg2(int ctl, int type, int err, int status, const char *text, int fd, int fd2) {
   cr_ctl_msg m;
   memset(&m, 0, sizeof m);
   m.type = type;
@@ -151,22 +152,42 @@ static void send_msg(int ctl, int type, int err, int status, const char *text, i
   }
   struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
   union {
-    char buf[CMSG_SPACE(sizeof(int))];
+    char buf[CMSG_SPACE(2 * sizeof(int))];
     struct cmsghdr align;
   } u;
   struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-  if (fd >= 0) {
+  int fds[2], n = 0;
+  if (fd >= 0)
+    fds[n++] = fd;
+  if (fd2 >= 0)
+    fds[n++] = fd2;
+  if (n) {
     memset(&u, 0, sizeof u);
     mh.msg_control = u.buf;
-    mh.msg_controllen = sizeof u.buf;
+    mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
     struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+    memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
   }
   while (sendmsg(ctl, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
     ;
+}
+
+static void send_msg(int ctl, int type, int err, int status, const char *text, int fd) {
+  send_msg2(ctl, type, err, status, text, fd, -1);
+}
+
+/* A persistent sandbox tells the supervisor which process its program is:
+ * a pidfd, from which the supervisor reads the program's pid as the host
+ * sees it (/proc/self/fdinfo), to measure its CPU per cell. Orphans the
+ * program left behind are PID 1's children too, so "PID 1's child" is not
+ * an answer. -1 for one-shot sandboxes (their CPU comes from wait4). */
+static int payload_pidfd(const child_args *a, pid_t payload) {
+  if (!a->cfg->persistent || payload <= 0)
+    return -1;
+  return (int)syscall(SYS_pidfd_open, payload, 0);
 }
 
 static _Noreturn void child_fail(int ctl, const char *step, int err) {
@@ -469,8 +490,11 @@ static _Noreturn void run_init(const child_args *a) {
     child_fail(ctl, "starting the program", errno);
   /* The supervisor gets /workspace: it lists and copies out files through
    * this fd after everything here is gone, never through a path. */
-  send_msg(ctl, CR_CTL_READY, 0, 0, NULL, ws);
+  int pidfd = payload_pidfd(a, payload);
+  send_msg2(ctl, CR_CTL_READY, 0, 0, NULL, ws, pidfd);
   close(ws);
+  if (pidfd >= 0)
+    close(pidfd);
 
   /* PID 1 keeps only the control socket: no stream of the program, no fd of
    * the supervisor. A one-shot PID 1 needs no capability any more; a
@@ -546,8 +570,12 @@ static _Noreturn void run_init(const child_args *a) {
         for (size_t i = 0; i < np.nextra; i++)
           np.extra[i] = got[2 + i];
         payload = spawn_payload(a, &np);
-        send_msg(ctl, payload > 0 ? CR_CTL_SPAWNED : CR_CTL_FAIL, payload > 0 ? 0 : errno, 0,
-                 payload > 0 ? NULL : "forking the program again", -1);
+        int e = errno;
+        int npidfd = payload_pidfd(a, payload);
+        send_msg2(ctl, payload > 0 ? CR_CTL_SPAWNED : CR_CTL_FAIL, payload > 0 ? 0 : e, 0,
+                  payload > 0 ? NULL : "starting the program again", npidfd, -1);
+        if (npidfd >= 0)
+          close(npidfd);
         if (payload < 0)
           payload = 0;
       } else if (got_n == (ssize_t)sizeof m && m.type == CR_CTL_SPAWN) {
@@ -619,7 +647,7 @@ static void uid_slot_give(int slot) {
 
 int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
   memset(sb, 0, sizeof *sb);
-  sb->ctl_fd = sb->ws_fd = -1;
+  sb->ctl_fd = sb->ws_fd = sb->payload_pidfd = -1;
   sb->uid_slot = -1;
   for (size_t i = 0; i < sizeof sb->cg_stat_fds / sizeof *sb->cg_stat_fds; i++)
     sb->cg_stat_fds[i] = -1;
@@ -779,7 +807,7 @@ int cr_sb_read_ctl(cr_sb *sb, cr_ctl_msg *msg, cr_err *err) {
   if (sb->ctl_fd < 0)
     return 0;
   union {
-    char buf[CMSG_SPACE(sizeof(int))];
+    char buf[CMSG_SPACE(2 * sizeof(int))];
     struct cmsghdr align;
   } u;
   struct iovec iov = {.iov_base = msg, .iov_len = sizeof *msg};
@@ -793,14 +821,26 @@ int cr_sb_read_ctl(cr_sb *sb, cr_ctl_msg *msg, cr_err *err) {
       return cr_fail(err, EAGAIN, "reading the sandbox's control socket");
     return cr_fail(err, errno, "reading the sandbox's control socket");
   }
+  /* READY: /workspace, then (persistent) the program's pidfd; SPAWNED:
+   * the new program's pidfd. Anything else attached is closed. */
   for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+      continue;
+    size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < k; i++) {
       int fd;
-      memcpy(&fd, CMSG_DATA(c), sizeof fd);
-      if (msg->type == CR_CTL_READY && sb->ws_fd < 0 && n == (ssize_t)sizeof *msg)
+      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      bool whole = n == (ssize_t)sizeof *msg;
+      if (whole && msg->type == CR_CTL_READY && i == 0 && sb->ws_fd < 0) {
         sb->ws_fd = fd;
-      else
+      } else if (whole && ((msg->type == CR_CTL_READY && i == 1) ||
+                           (msg->type == CR_CTL_SPAWNED && i == 0))) {
+        if (sb->payload_pidfd >= 0)
+          close(sb->payload_pidfd);
+        sb->payload_pidfd = fd;
+      } else {
         close(fd);
+      }
     }
   }
   if (n == 0) {
@@ -851,7 +891,9 @@ void cr_sb_release(cr_sb *sb) {
     close(sb->ctl_fd);
   if (sb->ws_fd >= 0)
     close(sb->ws_fd);
-  sb->ctl_fd = sb->ws_fd = -1;
+  if (sb->payload_pidfd >= 0)
+    close(sb->payload_pidfd);
+  sb->ctl_fd = sb->ws_fd = sb->payload_pidfd = -1;
   cr_cg_remove(sb);
   /* PID 1 is reaped: nothing runs under the uid any more. */
   if (sb->init_pid == 0) {
@@ -910,4 +952,24 @@ void cr_sb_sample(cr_sb *sb, cr_sb_stats *st, bool reset_peak) {
   cr_cg_collect(sb, st);
   if (reset_peak)
     cr_cg_reset_peak(sb);
+}
+
+pid_t cr_sb_program_pid(const cr_sb *sb) {
+  if (sb->payload_pidfd < 0)
+    return -1;
+  char p[64], buf[1024];
+  snprintf(p, sizeof p, "/proc/self/fdinfo/%d", sb->payload_pidfd);
+  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return -1;
+  buf[n] = '\0';
+  const char *q = strstr(buf, "\nPid:");
+  if (!q)
+    return -1;
+  long v = strtol(q + 5, NULL, 10);
+  return v > 0 ? (pid_t)v : -1; /* -1 once the program has been reaped */
 }

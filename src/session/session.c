@@ -492,26 +492,19 @@ bool cr_session_interrupt(cr_session *s) {
 /* ---- one execution ----------------------------------------------------- */
 
 /* CPU of the driver and the children it waited for, from /proc, as the
- * supervisor sees it (the driver is PID 1's only child). The stat file stays
- * open for the driver's life: a cell reads it twice. */
+ * supervisor sees it. Which process the driver is comes from PID 1 (a
+ * pidfd), not from PID 1's list of children: processes a cell left behind
+ * are re-parented to PID 1 and would be taken for the driver. The stat
+ * file stays open for the driver's life: a cell reads it twice. */
 static double driver_cpu_ms(cr_session *s) {
   if (s->sb.init_pid <= 0)
     return 0;
   char p[96], buf[512];
   if (s->stat_fd < 0) {
-    snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int)s->sb.init_pid, (int)s->sb.init_pid);
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-      return 0;
-    buf[n] = '\0';
-    int pid = atoi(buf);
+    pid_t pid = cr_sb_program_pid(&s->sb);
     if (pid <= 0)
       return 0;
-    snprintf(p, sizeof p, "/proc/%d/stat", pid);
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
     s->stat_fd = open(p, O_RDONLY | O_CLOEXEC);
     if (s->stat_fd < 0)
       return 0;

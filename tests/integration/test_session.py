@@ -107,6 +107,17 @@ def test_dataframe_between_cells(py):
     assert html and "<table" in html[0], r
 
 
+def test_cell_cpu_is_the_drivers_even_with_orphans_around(py):
+    # An orphan from an earlier cell is re-parented to PID 1 before the
+    # restarted driver: the CPU figure must still be the driver's.
+    r = py.run("import subprocess\nsubprocess.Popen(['sleep', '100'], start_new_session=True)")
+    assert r["status"] == "ok", r
+    assert py.run("import os; os._exit(0)")["status"] == "error"
+    r = py.run("import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass")
+    assert r["status"] == "ok", r
+    assert r["cpu_ms"] >= 200, f"cpu_ms {r['cpu_ms']} is not the busy driver's: {r}"
+
+
 def test_fail_then_fix_keeps_state(py):
     assert py.run("data = [23, 45, 12, 67, 89, 34, 56]")["status"] == "ok"
     r = py.run("import statistics\nstatistics.mean(dataa)")
