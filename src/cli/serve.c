@@ -6,6 +6,7 @@
 
 #include "api/server.h"
 #include "cli/cli.h"
+#include "sandbox/sandbox.h"
 
 static const char usage[] =
     "usage: corral serve [options]\n"
@@ -14,7 +15,8 @@ static const char usage[] =
     "  --api-keys FILE       one key per line, optionally `key name`; then every /v1\n"
     "                        request needs Authorization: Bearer KEY\n"
     "  --max-sessions N      sessions open at once (default 64)\n"
-    "  --max-concurrent N    executions running at once (default 4)\n"
+    "  --max-concurrent N    executions running at once (default 4); with --max-sessions\n"
+    "                        at most 512 in all (the sandboxes one process can run)\n"
     "  --queue N             executions waiting for a slot before 429 (default 16)\n"
     "  --max-timeout S       largest timeout_s a request may ask (default 300)\n"
     "  --max-memory MB       largest memory_mb a request may ask (default 4096)\n"
@@ -83,6 +85,14 @@ int cr_cli_serve(int argc, char **argv) {
   }
   if (optind < argc) {
     fprintf(stderr, "corral serve: unexpected argument '%s'\n", argv[optind]);
+    return 2;
+  }
+  if (o.max_sessions + o.max_concurrent > CR_SB_MAX_LIVE) {
+    fprintf(stderr,
+            "corral serve: --max-sessions %zu plus --max-concurrent %zu is more than the %d "
+            "sandboxes one process can run at once (each needs a uid of its own): lower "
+            "them\n",
+            o.max_sessions, o.max_concurrent, CR_SB_MAX_LIVE);
     return 2;
   }
   if (o.default_timeout_s > o.max_timeout_s)

@@ -169,6 +169,10 @@ int cr_sb_reap(cr_sb *sb, cr_sb_stats *stats, cr_err *err);
  * Always safe; the struct can be reused after. */
 void cr_sb_release(cr_sb *sb);
 
+/* As root, each live sandbox of a process has an outside uid of its own;
+ * there are this many per process (docs/sandbox.md). */
+#define CR_SB_MAX_LIVE 512
+
 /* Persistent sandboxes: the current program's pid as this process sees it
  * (from the pidfd PID 1 sent with READY/SPAWNED), or -1 when unknown or
  * already reaped. */

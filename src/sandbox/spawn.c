@@ -637,7 +637,7 @@ static int write_proc(pid_t pid, const char *file, const char *text, cr_err *err
  * two live sandboxes of this process ever share a uid (the kernel's per-user
  * counters, pipe buffers and inotify instances among them, stay per
  * sandbox). 512 sandboxes at once per process; pids fit in 22 bits. */
-#define CR_UID_SLOTS 512
+#define CR_UID_SLOTS CR_SB_MAX_LIVE
 static pthread_mutex_t g_uid_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_uid_used[CR_UID_SLOTS / 64];
 static unsigned g_uid_next;

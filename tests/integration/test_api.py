@@ -129,6 +129,16 @@ def test_refuses_non_loopback_without_keys(pids_fence):
     assert b"--api-keys" in err or b"loopback" in err, f"the refusal does not say why: {err!r}"
 
 
+def test_refuses_more_sandboxes_than_a_process_can_run(pids_fence):
+    import subprocess
+    p = subprocess.run([corral_path(), "serve", "--listen", f"127.0.0.1:{free_port()}",
+                        "--max-sessions", "600"], stdin=subprocess.DEVNULL,
+                       capture_output=True, timeout=10)
+    assert p.returncode == 2, p.stderr
+    assert b"listening on" not in p.stderr
+    assert b"512" in p.stderr and b"--max-sessions" in p.stderr, p.stderr
+
+
 # ------------------------------------------------------------ plain endpoints
 
 def test_healthz(srv):
