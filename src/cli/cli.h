@@ -49,16 +49,21 @@ int cr_cli_agent(int argc, char **argv);
  * write the clipboard (OSC 52) or worse on some emulators. Where `filter` is
  * set (the fd is a terminal and --raw-output was not given), control
  * characters other than tab, newline and carriage return are shown cat -v
- * style (ESC as ^[, U+009B as <U+009B>); otherwise the bytes pass
- * unchanged. State carries across chunks of one stream. */
+ * style (ESC as ^[, U+009B as <U+009B>, a bare 8-bit C1 byte as <9B>);
+ * otherwise the bytes pass unchanged. State carries across chunks of one
+ * stream. */
 typedef struct cr_tty_out {
   bool filter;
   bool held_c2; /* a 0xC2 ended the last chunk: maybe the start of a C1 */
+  int cont;     /* continuation bytes still due in a multibyte character */
 } cr_tty_out;
 
 void cr_tty_init(cr_tty_out *t, int fd, bool raw);
 void cr_tty_write(cr_tty_out *t, int fd, const char *p, size_t n);
 /* Writes what a chunk boundary held back. */
 void cr_tty_flush(cr_tty_out *t, int fd);
+/* A whole line of ours that quotes the program (an error message, a hint),
+ * through the same filter. */
+void cr_tty_printf(cr_tty_out *t, int fd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -119,18 +119,12 @@ static void status_line(const cr_result *r, cr_tty_out *t) {
   fprintf(stderr, "corral: %s, %s, %.1f ms, cpu %.1f ms, %.1f MiB\n", cr_status_name(r->status),
           code, r->duration_ms, r->cpu_ms, (double)r->memory_peak_bytes / (1 << 20));
   if (r->has_error) {
-    /* The error's name and message come from the program's stderr. */
-    char *line = NULL;
-    int n = asprintf(&line, "corral: %s: %s%s%s\n", cr_category_name(r->error.category),
-                     r->error.name ? r->error.name : "", r->error.message ? ": " : "",
-                     r->error.message ? r->error.message : "");
-    if (n > 0) {
-      fflush(stderr);
-      cr_tty_write(t, 2, line, (size_t)n);
-    }
-    free(line);
+    /* The error's name, message and hint quote the program's stderr. */
+    cr_tty_printf(t, 2, "corral: %s: %s%s%s\n", cr_category_name(r->error.category),
+                  r->error.name ? r->error.name : "", r->error.message ? ": " : "",
+                  r->error.message ? r->error.message : "");
     if (r->error.hint)
-      fprintf(stderr, "corral: hint: %s\n", r->error.hint);
+      cr_tty_printf(t, 2, "corral: hint: %s\n", r->error.hint);
   }
 }
 
@@ -269,7 +263,7 @@ int cr_cli_run(int argc, char **argv) {
   cr_tty_init(&l.tty[2], 2, o.raw_output);
   cr_sink sink = {.ctx = &l, .on_output = on_output};
   if (cr_execute(&spec, o.json ? NULL : &sink, &res, &err) < 0) {
-    fprintf(stderr, "corral run: %s\n", err.msg);
+    cr_tty_printf(&l.tty[2], 2, "corral run: %s\n", err.msg);
     rc = 2;
     goto out;
   }
@@ -278,7 +272,10 @@ int cr_cli_run(int argc, char **argv) {
     if (!j)
       goto oom;
     json_dumpf(j, stdout,
-               JSON_REAL_PRECISION(10) | (isatty(1) ? JSON_INDENT(2) : JSON_COMPACT));
+               JSON_REAL_PRECISION(10) |
+                   /* on a terminal, C1 controls in strings are escaped too */
+                   (isatty(1) && !o.raw_output ? JSON_INDENT(2) | JSON_ENSURE_ASCII
+                                               : JSON_COMPACT));
     fputc('\n', stdout);
     json_decref(j);
   } else {

@@ -85,23 +85,44 @@ static void print_result(const cr_result *r, const size_t sent[3]) {
       putchar('\n');
       continue;
     }
-    printf("[display:");
+    /* Keys and text are the program's: through the terminal filter. */
+    cr_buf line = {0};
+    cr_buf_append(&line, "[display:", 9);
     json_object_foreach(mime, key, v) {
-      if (strcmp(key, "text/plain") != 0)
-        printf(" %s (%zu bytes)", key, json_is_string(v) ? json_string_length(v) : 0);
+      if (strcmp(key, "text/plain") != 0) {
+        char n[32];
+        snprintf(n, sizeof n, " (%zu bytes)", json_is_string(v) ? json_string_length(v) : 0);
+        cr_buf_append(&line, " ", 1);
+        cr_buf_append(&line, key, strlen(key));
+        cr_buf_append(&line, n, strlen(n));
+      }
     }
-    printf("]%s%s\n", json_is_string(text) ? " " : "", json_is_string(text) ? json_string_value(text) : "");
+    cr_buf_append(&line, "]", 1);
+    if (json_is_string(text)) {
+      cr_buf_append(&line, " ", 1);
+      cr_buf_append(&line, json_string_value(text), json_string_length(text));
+    }
+    cr_buf_append(&line, "\n", 1);
+    fflush(stdout);
+    if (line.data) {
+      cr_tty_write(&g_tty[1], 1, line.data, line.len);
+      cr_tty_flush(&g_tty[1], 1);
+    }
+    cr_buf_free(&line);
   }
   fflush(stdout);
   if (r->status != CR_ST_OK) {
-    fprintf(stderr, "corral: %s", cr_status_name(r->status));
+    char tail[64];
+    snprintf(tail, sizeof tail, ", %.1f ms\n", r->duration_ms);
     if (r->has_error)
-      fprintf(stderr, " (%s: %s%s%s)", cr_category_name(r->error.category),
-              r->error.name ? r->error.name : "", r->error.message ? ": " : "",
-              r->error.message ? r->error.message : "");
-    fprintf(stderr, ", %.1f ms\n", r->duration_ms);
+      cr_tty_printf(&g_tty[2], 2, "corral: %s (%s: %s%s%s)%s", cr_status_name(r->status),
+                    cr_category_name(r->error.category), r->error.name ? r->error.name : "",
+                    r->error.message ? ": " : "", r->error.message ? r->error.message : "",
+                    tail);
+    else
+      cr_tty_printf(&g_tty[2], 2, "corral: %s%s", cr_status_name(r->status), tail);
     if (r->has_error && r->error.hint)
-      fprintf(stderr, "corral: hint: %s\n", r->error.hint);
+      cr_tty_printf(&g_tty[2], 2, "corral: hint: %s\n", r->error.hint);
   }
 }
 
@@ -217,7 +238,7 @@ int cr_cli_session(int argc, char **argv) {
   cr_session *s;
   cr_err err = {0};
   if (cr_session_open(&o, &s, &err) < 0) {
-    fprintf(stderr, "corral session: %s\n", err.msg);
+    cr_tty_printf(&g_tty[2], 2, "corral session: %s\n", err.msg);
     return 125;
   }
   signal(SIGPIPE, SIG_IGN);
@@ -241,7 +262,7 @@ int cr_cli_session(int argc, char **argv) {
     size_t sent[3] = {0, 0, 0};
     cr_sink sink = {.ctx = sent, .on_output = on_output};
     if (cr_session_execute(s, cell.data, cell.len, 0, json ? NULL : &sink, &r, &err) < 0) {
-      fprintf(stderr, "corral session: %s\n", err.msg);
+      cr_tty_printf(&g_tty[2], 2, "corral session: %s\n", err.msg);
       cr_result_free(&r);
       rc = 1;
       if (strstr(err.msg, "sandbox is gone"))
@@ -251,7 +272,8 @@ int cr_cli_session(int argc, char **argv) {
     if (json) {
       json_t *j = cr_result_to_json(&r);
       if (j) {
-        json_dumpf(j, stdout, JSON_COMPACT | JSON_REAL_PRECISION(10));
+        json_dumpf(j, stdout, JSON_COMPACT | JSON_REAL_PRECISION(10) |
+                                  (g_tty[1].filter ? JSON_ENSURE_ASCII : 0));
         fputc('\n', stdout);
         fflush(stdout);
         json_decref(j);

@@ -749,6 +749,18 @@ def test_terminal_output_shows_escape_sequences_instead_of_obeying_them(corral_b
     assert b"corral: ok, exit 0" in out
 
 
+def test_terminal_filter_covers_bare_c1_bytes_error_lines_hints_and_json(corral_bin):
+    # a bare 8-bit CSI, and the program's text quoted in corral's own lines
+    out = _run_on_a_terminal(["run", "-c", 'import sys; sys.stdout.buffer.write(b"a\\x9bb\\n"); '
+                                           'raise ValueError("\\x1b]0;pwned\\x07")'])
+    assert b"\x9b" not in out and b"\x1b" not in out and b"\x07" not in out, out
+    assert b"a<9B>b" in out and b"corral: runtime_error: ValueError: ^[]0;pwned^G" in out, out
+    out = _run_on_a_terminal(["run", "--lang", "bash", "-c", "printf '\\033[2J' >&2; exit 3"])
+    assert b"\x1b" not in out and b'last line of stderr: "^[[2J"' in out, out
+    out = _run_on_a_terminal(["run", "--json", "-c", 'print("\\u009b")'])
+    assert b"\xc2\x9b" not in out and b"\\u009B" in out, out
+
+
 def test_raw_output_and_pipes_get_the_bytes_unchanged(corral_bin):
     out = _run_on_a_terminal(["run", "--raw-output", "-c", HOSTILE_TTY])
     assert b"\x1b]0;pwned\x07" in out, out
@@ -767,3 +779,15 @@ def test_session_repl_on_a_terminal_filters_too(corral_bin):
     out = _read_terminal(pid, fd)
     assert b"\x1b]0;t" not in out, out
     assert b"^[]0;t^Gx" in out, out
+
+
+def test_session_repl_error_lines_are_filtered_too(corral_bin):
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(corral_path(), ["corral", "session"])
+    os.write(fd, b'raise ValueError("\\x1b]0;t\\x07")\n\n')
+    os.write(fd, b"\x04")
+    out = _read_terminal(pid, fd)
+    assert b"\x1b" not in out and b"\x07" not in out, out
+    assert b"corral: error (runtime_error: ValueError: ^[]0;t^G)" in out, out
