@@ -769,25 +769,24 @@ def test_raw_output_and_pipes_get_the_bytes_unchanged(corral_bin):
     assert p.stderr.startswith(b"\x1b[2J\x1b[H gone\n"), p.stderr
 
 
-def test_session_repl_on_a_terminal_filters_too(corral_bin):
+def _session_on_a_terminal(cell: bytes):
+    """One cell typed into `corral session` on a pseudo-terminal, then Ctrl-D."""
     import pty
     pid, fd = pty.fork()
     if pid == 0:
         os.execv(corral_path(), ["corral", "session"])
-    os.write(fd, b'print("\\x1b]0;t\\x07x")\n\n')
+    os.write(fd, cell + b"\n\n")
     os.write(fd, b"\x04")
-    out = _read_terminal(pid, fd)
+    return _read_terminal(pid, fd)
+
+
+def test_session_repl_on_a_terminal_filters_too(corral_bin):
+    out = _session_on_a_terminal(b'print("\\x1b]0;t\\x07x")')
     assert b"\x1b]0;t" not in out, out
     assert b"^[]0;t^Gx" in out, out
 
 
 def test_session_repl_error_lines_are_filtered_too(corral_bin):
-    import pty
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execv(corral_path(), ["corral", "session"])
-    os.write(fd, b'raise ValueError("\\x1b]0;t\\x07")\n\n')
-    os.write(fd, b"\x04")
-    out = _read_terminal(pid, fd)
+    out = _session_on_a_terminal(b'raise ValueError("\\x1b]0;t\\x07")')
     assert b"\x1b" not in out and b"\x07" not in out, out
     assert b"corral: error (runtime_error: ValueError: ^[]0;t^G)" in out, out
