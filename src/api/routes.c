@@ -1244,7 +1244,8 @@ static enum MHD_Result route_sessions(cr_api *a, struct MHD_Connection *c, req *
       bool was = cr_session_interrupt(s);
       ret = respond_json(a, c, r, 200, json_pack("{s:b}", "interrupted", was));
     } else if (cr_session_restart(s, &err) < 0) {
-      ret = respond_error(a, c, r, 500, "internal", "%s", err.msg);
+      ret = err.errnum == ESHUTDOWN ? respond_error(a, c, r, 409, "session_closed", "%s", err.msg)
+                                    : respond_error(a, c, r, 500, "internal", "%s", err.msg);
     } else {
       ret = respond_json(a, c, r, 200, json_pack("{s:s, s:b}", "id", id, "restarted", 1));
     }
@@ -1955,7 +1956,8 @@ enum MHD_Result cr_e2b_handler(void *cls, struct MHD_Connection *c, const char *
         return e2b_text(a, c, r, 404, nf);
       int rc = cr_session_restart(s, &err);
       cr_mgr_release(a->mgr, s);
-      return rc < 0 ? e2b_text(a, c, r, 500, err.msg) : e2b_null(a, c, r);
+      return rc < 0 ? e2b_text(a, c, r, err.errnum == ESHUTDOWN ? 409 : 500, err.msg)
+                    : e2b_null(a, c, r);
     }
     if (!*sub && strcmp(method, "DELETE") == 0) {
       if (cr_mgr_close(a->mgr, id, r->caller, &err) < 0)

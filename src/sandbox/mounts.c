@@ -307,6 +307,8 @@ static int bind_all(const cr_mount_plan *plan, const char *R, bool devices, char
     cat(p, psz, R, b->dst);
     if (b->link[0]) {
       *step = "creating a symlink in the root";
+      if (b->new_parents && (rc = mkdirs_for(p)) < 0)
+        return rc;
       if (symlink(b->link, p) < 0)
         return -errno;
       continue;

@@ -358,7 +358,11 @@ static _Noreturn void run_payload(const child_args *a, const payload_fds *pf) {
  * which map the whole supervisor, on every start. It runs on a stack of
  * its own, so no frame of PID 1's is touched; what it changes (rlimits,
  * credentials, seccomp, Landlock, fds, signal dispositions) belongs to its
- * own task, not to the shared memory. */
+ * own task, not to the shared memory. Until the execve PID 1 cannot answer
+ * the supervisor; a process an earlier session cell left behind could stop
+ * the new one there (SIGSTOP) where Landlock cannot scope signals (ABI < 6):
+ * that freezes only its own session, whose commands time out, and closing
+ * it still works (SIGKILL ends the wait). */
 static char payload_stack[256 * 1024] __attribute__((aligned(64)));
 
 typedef struct payload_start {
@@ -632,7 +636,9 @@ static int write_proc(pid_t pid, const char *file, const char *text, cr_err *err
 }
 
 /* Outside uids, as root: 0x40000000 + (our pid << 9 | slot), far above any
- * real user and unique across corral processes (pids are). A slot is taken
+ * real user and unique across the corral processes of one pid namespace
+ * (corral servers in separate containers that share the host's user
+ * namespace may have the same pid, and then share uids). A slot is taken
  * for the sandbox's whole life and given back when it is released, so no
  * two live sandboxes of this process ever share a uid (the kernel's per-user
  * counters, pipe buffers and inotify instances among them, stay per
@@ -809,10 +815,11 @@ int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
   }
   if (rc == 0 && write(sb->ctl_fd, "g", 1) != 1)
     rc = cr_fail(err, errno, "releasing the sandbox's init");
-  /* Moving a task into a cgroup waits for an RCU grace period (about 10 ms
-   * here) on cgroup v1: do it while the child builds its root, which takes
-   * about as long; the child waits for "c" before it starts the program, so
-   * the program never runs outside its cgroup. */
+  /* cgroup v2: we move the child (on v1 it joined itself through the
+   * "tasks" fds, which avoids the RCU grace period a move by another
+   * process waits for). The child waits for "c" before it enters its cgroup
+   * namespace and builds the root, so the namespace is rooted at the
+   * sandbox's cgroup and nothing of the sandbox runs outside it. */
   if (rc == 0)
     rc = cr_cg_attach(sb, pid, err);
   if (rc == 0 && write(sb->ctl_fd, "c", 1) != 1)

@@ -476,6 +476,15 @@ static bool shut_now(cr_session *s) {
   return shut;
 }
 
+
+/* Ends the turn of an execution that must not run: the session was shut. */
+static int closed_before_run(cr_session *s, cr_err *err) {
+  end_turn(s);
+  cr_fail(err, 0, "the session was closed before this code ran: none of it ran");
+  err->errnum = ESHUTDOWN; /* for callers to tell; not part of the message */
+  return -1;
+}
+
 bool cr_session_interrupt(cr_session *s) {
   pthread_mutex_lock(&s->lock);
   bool busy = s->busy;
@@ -502,6 +511,18 @@ static double driver_cpu_ms(cr_session *s) {
   char p[96], buf[512];
   if (s->stat_fd < 0) {
     pid_t pid = cr_sb_program_pid(&s->sb);
+    if (pid <= 0 && s->sb.payload_pidfd < 0) {
+      /* No pidfd (kernels before 5.3): PID 1's first child, which is the
+       * driver unless a cell left processes behind. */
+      snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int)s->sb.init_pid,
+               (int)s->sb.init_pid);
+      int fd = open(p, O_RDONLY | O_CLOEXEC);
+      ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+      if (fd >= 0)
+        close(fd);
+      buf[n > 0 ? n : 0] = '\0';
+      pid = (pid_t)atoi(buf);
+    }
     if (pid <= 0)
       return 0;
     snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
@@ -594,12 +615,8 @@ int cr_session_execute(cr_session *s, const char *code, size_t len, double timeo
 
   take_turn(s);
   int rc = 0;
-  if (shut_now(s)) {
-    end_turn(s);
-    cr_fail(err, 0, "the session was closed before this code ran: none of it ran");
-    err->errnum = ESHUTDOWN; /* for callers to tell; not part of the message */
-    return -1;
-  }
+  if (shut_now(s))
+    return closed_before_run(s, err);
   if (s->broken) {
     end_turn(s);
     return cr_fail(err, 0, "the session's sandbox is gone: close it and open a new one");
@@ -634,6 +651,10 @@ int cr_session_execute(cr_session *s, const char *code, size_t len, double timeo
   uint64_t drop;
   while (read(s->wake_fd, &drop, sizeof drop) > 0)
     ;
+  /* A close that came while the driver (re)started: its interrupt was just
+   * cleared, so it is honoured here, before anything runs. */
+  if (shut_now(s))
+    return closed_before_run(s, err);
 
   res->language = strdup(s->rt->name);
   res->timeout_s = limit;
