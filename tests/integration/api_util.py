@@ -22,20 +22,12 @@ import time
 
 import pytest
 
-from conftest import OUR_CORRAL_PIDS, corral_path
+from conftest import OUR_CORRAL_PIDS, corral_path, free_port
 
 CGROUP_ROOT = "/sys/fs/cgroup"
 READY_LINE = b"corral serve: listening on"
 STATUSES = {"ok", "error", "timeout", "memory_limit", "output_limit",
             "wrong_answer", "interrupted", "sandbox_error"}
-
-
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 # ------------------------------------------------------------------ /proc views
@@ -83,33 +75,6 @@ def descendants(root: int) -> dict:
 def alive(pid: int, starttime: str) -> bool:
     st = proc_stat(pid)
     return st is not None and st[1] == starttime
-
-
-def processes_with_env(needle: bytes):
-    """Pids whose environment holds needle (a sandbox started with env {K: V}
-    shows K=V in /proc/PID/environ on the host)."""
-    found = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit() or int(p) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{p}/environ", "rb") as f:
-                if needle in f.read():
-                    found.append(int(p))
-        except OSError:
-            pass
-    return found
-
-
-def wait_no_env(needle: bytes, seconds: float):
-    """Waits until no process carries needle in its environment; returns the
-    survivors (empty when all are gone)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        left = processes_with_env(needle)
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.1)
 
 
 def corral_cgroups_of(pid: int):

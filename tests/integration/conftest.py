@@ -7,9 +7,11 @@ against them):  /usr/bin/python3 -m pytest -q tests/integration
 or fenced:      tests/run-hostile-fenced.sh
 """
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -273,3 +275,58 @@ def pids_fence():
                 os.rmdir(root)
             except OSError:
                 pass
+
+
+# ------------------------------------------------------------ shared helpers
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def processes_with_env(needle: bytes):
+    """Pids whose environment holds needle (a sandbox started with env {K: V}
+    shows K=V in /proc/PID/environ on the host)."""
+    found = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or int(p) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{p}/environ", "rb") as f:
+                if needle in f.read():
+                    found.append(int(p))
+        except OSError:
+            pass
+    return found
+
+
+def wait_no_env(needle: bytes, seconds: float):
+    """Waits until no process carries needle in its environment; returns the
+    survivors (empty when all are gone)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = processes_with_env(needle)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def serving(args, ready: bytes, timeout=30.0):
+    """`corral serve ARGS`, once its stderr has said `ready`; on exit SIGTERM,
+    and it must end with status 0."""
+    p = subprocess.Popen([corral_path(), "serve", *args], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout
+    seen = b""
+    while ready not in seen:
+        if time.monotonic() > deadline or p.poll() is not None:
+            p.kill()
+            pytest.fail(f"corral serve did not start: {seen!r}")
+        seen += p.stderr.readline()
+    try:
+        yield p
+    finally:
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(30) == 0

@@ -24,9 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from api_util import (Server, check_error, check_result, corral_cgroups_of, descendants,
-                      processes_with_env, wait_no_env, free_port)
-from conftest import REPO, corral_path
+from api_util import Server, check_error, check_result, corral_cgroups_of
+from conftest import REPO, corral_path, free_port, processes_with_env, wait_no_env
 
 MiB = 1 << 20
 SECRET = "canary" + secrets.token_hex(16)          # in the server's own environment only

@@ -7,39 +7,21 @@ import json
 import os
 import shutil
 import threading
-import signal
-import socket
 import subprocess
-import time
 
 import pytest
 
-from conftest import REPO, corral_path
+from conftest import REPO, free_port, serving
 
 E2B_DIR = REPO / "tests" / "e2b"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def server():
-    port, e2b = free_port(), free_port()
-    p = subprocess.Popen([corral_path(), "serve", "--listen", f"127.0.0.1:{port}",
-                          "--e2b-port", str(e2b)], stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    seen = b""
-    while b"E2B code-interpreter protocol" not in seen:
-        if time.monotonic() > deadline or p.poll() is not None:
-            p.kill()
-            pytest.fail(f"corral serve did not start: {seen!r}")
-        seen += p.stderr.readline()
-    yield e2b
-    p.send_signal(signal.SIGTERM)
-    assert p.wait(30) == 0
+    e2b = free_port()
+    with serving(["--listen", f"127.0.0.1:{free_port()}", "--e2b-port", str(e2b)],
+                 b"E2B code-interpreter protocol"):
+        yield e2b
 
 
 def test_e2b_sdk(server):

@@ -25,7 +25,8 @@ import warnings
 
 import pytest
 
-from conftest import OUR_CORRAL_PIDS, REPO, corral_path, run_corral
+from conftest import (OUR_CORRAL_PIDS, REPO, corral_path, processes_with_env, run_corral,
+                      wait_no_env)
 
 SHARED_HOSTILE = os.path.normpath(os.path.join(str(REPO), "..", "shared", "hostile"))
 OWN_HOSTILE = os.path.join(str(REPO), "tests", "hostile")
@@ -112,29 +113,6 @@ def describe(pid):
         cmd = "?"
     return (f"pid {pid} name={st.get('Name', '?').strip()} uid={st.get('Uid', '?').split()[:1]} "
             f"state={st.get('State', '?').strip()} ppid={st.get('PPid', '?').strip()} cmd={cmd!r}")
-
-
-def processes_with_env(needle: bytes):
-    found = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit() or int(p) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{p}/environ", "rb") as f:
-                if needle in f.read():
-                    found.append(int(p))
-        except OSError:
-            pass
-    return found
-
-
-def wait_until_gone(needle: bytes, seconds: float):
-    deadline = time.monotonic() + seconds
-    while True:
-        left = processes_with_env(needle)
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.1)
 
 
 def kill_pids(pids):
@@ -301,7 +279,7 @@ def test_probe(path, corral, host_snapshot, hostile_env, canary, host_listeners)
     secret = canary[1]
     if secret.encode() in r.out or secret.encode() in r.err:
         problems.append("the canary secret appears in corral's output")
-    survivors = wait_until_gone(b"CORRAL_PROBE_ID=" + probe_id.encode() + b"\0", 3.0)
+    survivors = wait_no_env(b"CORRAL_PROBE_ID=" + probe_id.encode() + b"\0", 3.0)
     if survivors:
         problems.append("processes outlived the run: " + "; ".join(describe(p) for p in survivors))
         kill_pids(survivors)

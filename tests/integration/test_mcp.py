@@ -8,39 +8,20 @@ import http.client
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
-import time
 
 import pytest
 
-from conftest import REPO, corral_path
+from conftest import REPO, corral_path, free_port, serving
 
 MCP_DIR = REPO / "tests" / "mcp"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def server():
     port = free_port()
-    p = subprocess.Popen([corral_path(), "serve", "--listen", f"127.0.0.1:{port}"],
-                         stderr=subprocess.PIPE)
-    seen = b""
-    deadline = time.monotonic() + 30
-    while b"listening on" not in seen:
-        if time.monotonic() > deadline or p.poll() is not None:
-            p.kill()
-            pytest.fail(f"corral serve did not start: {seen!r}")
-        seen += p.stderr.readline()
-    yield port
-    p.send_signal(signal.SIGTERM)
-    assert p.wait(30) == 0
+    with serving(["--listen", f"127.0.0.1:{port}"], b"listening on"):
+        yield port
 
 
 def test_official_sdk_stdio_and_http(server):
