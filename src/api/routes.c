@@ -1119,34 +1119,24 @@ static enum MHD_Result route_files(cr_api *a, struct MHD_Connection *c, req *r, 
     ret = respond_error(a, c, r, 405, "method_not_allowed",
                         "use GET for a listing; PUT/DELETE need a file path");
   } else if (strcmp(method, "GET") == 0) {
-    int fd = cr_ws_open(ws, path, O_RDONLY | O_NONBLOCK, 0, uid, gid);
-    struct stat st;
-    if (fd < 0) {
-      ret = fd == -ENOENT ? respond_error(a, c, r, 404, "not_found", "no file '%s'", path)
-                          : respond_error(a, c, r, 400, "invalid_request",
-                                          "'%s' cannot be read: %s (symlinks are never followed)",
-                                          path, strerror(-fd));
-    } else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-      close(fd);
+    char *buf;
+    size_t got;
+    int rrc = cr_ws_read(ws, path, a->o.max_body_bytes, &buf, &got);
+    if (rrc == -ENOENT)
+      ret = respond_error(a, c, r, 404, "not_found", "no file '%s'", path);
+    else if (rrc == -EISDIR)
       ret = respond_error(a, c, r, 400, "invalid_request", "'%s' is not a regular file", path);
-    } else if ((size_t)st.st_size > a->o.max_body_bytes) {
-      close(fd);
+    else if (rrc == -EFBIG)
       ret = respond_error(a, c, r, 413, "body_too_large", "'%s' is larger than %zu bytes", path,
                           a->o.max_body_bytes);
-    } else {
-      size_t n = (size_t)st.st_size;
-      char *buf = malloc(n ? n : 1);
-      size_t got = 0;
-      while (buf && got < n) {
-        ssize_t k = read(fd, buf + got, n - got);
-        if (k <= 0)
-          break;
-        got += (size_t)k;
-      }
-      close(fd);
-      ret = buf ? respond(a, c, r, 200, "application/octet-stream", buf, got)
-                : respond_error(a, c, r, 500, "internal", "out of memory");
-    }
+    else if (rrc == -ENOMEM)
+      ret = respond_error(a, c, r, 500, "internal", "out of memory");
+    else if (rrc < 0)
+      ret = respond_error(a, c, r, 400, "invalid_request",
+                          "'%s' cannot be read: %s (symlinks are never followed)", path,
+                          strerror(-rrc));
+    else
+      ret = respond(a, c, r, 200, "application/octet-stream", buf, got);
   } else if (strcmp(method, "PUT") == 0) {
     int fd = cr_ws_open(ws, path, O_WRONLY | O_CREAT | O_TRUNC, 0644, uid, gid);
     if (fd < 0) {

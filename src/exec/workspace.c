@@ -305,6 +305,43 @@ int cr_ws_open(int ws_fd, const char *path, int flags, mode_t mode, uid_t uid, g
   return fd < 0 ? -e : fd;
 }
 
+int cr_ws_read(int ws_fd, const char *path, size_t max_bytes, char **data, size_t *len) {
+  *data = NULL;
+  *len = 0;
+  int fd = cr_ws_open(ws_fd, path, O_RDONLY, 0, (uid_t)-1, (gid_t)-1);
+  if (fd < 0)
+    return fd;
+  struct stat st;
+  int rc = 0;
+  if (fstat(fd, &st) < 0)
+    rc = -errno;
+  else if (!S_ISREG(st.st_mode))
+    rc = -EISDIR;
+  else if ((uint64_t)st.st_size > max_bytes)
+    rc = -EFBIG;
+  char *buf = rc == 0 ? malloc((size_t)st.st_size + 1) : NULL;
+  if (rc == 0 && !buf)
+    rc = -ENOMEM;
+  size_t n = rc == 0 ? (size_t)st.st_size : 0, got = 0;
+  /* At most the size it had: a file the program is still writing is read
+   * as far as it was. */
+  while (got < n) {
+    ssize_t k = read(fd, buf + got, n - got);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      break;
+    got += (size_t)k;
+  }
+  close(fd);
+  if (rc < 0)
+    return rc;
+  buf[got] = '\0';
+  *data = buf;
+  *len = got;
+  return 0;
+}
+
 int cr_ws_remove(int ws_fd, const char *path) {
   const char *leaf;
   int d = walk_parent(ws_fd, path, false, &leaf);

@@ -62,6 +62,13 @@ typedef struct cr_ws_dirent {
 int cr_ws_list_dir(int ws_fd, const char *path, cr_ws_dirent **out, size_t *n);
 void cr_ws_dirents_free(cr_ws_dirent *v, size_t n);
 
+/* Reads a whole regular file of the workspace (path validated with
+ * cr_sb_path_ok; never through a symlink, never blocking on a FIFO).
+ * Returns 0 with *data (malloc'd, NUL-terminated after *len bytes; the
+ * caller frees it), or -errno: -ENOENT, -EISDIR (not a regular file),
+ * -EFBIG (more than max_bytes), -ENOMEM, or what opening it failed with. */
+int cr_ws_read(int ws_fd, const char *path, size_t max_bytes, char **data, size_t *len);
+
 /* Removes a file or an empty directory at path; -errno on failure. */
 int cr_ws_remove(int ws_fd, const char *path);
 

@@ -299,25 +299,16 @@ static json_t *tool_files(cr_toolbox *t, const char *name, json_t *args, cr_err 
     return NULL;
   }
   if (strcmp(name, "read_file") == 0) {
-    int fd = cr_ws_open(ws, path, O_RDONLY | O_NONBLOCK, 0, uid, gid);
-    struct stat st;
-    if (fd < 0)
-      return text_result(true, "cannot read '%s': %s", path, strerror(-fd));
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (16 << 20)) {
-      close(fd);
+    char *cbuf;
+    size_t got;
+    int rrc = cr_ws_read(ws, path, 16 << 20, &cbuf, &got);
+    if (rrc == -EISDIR || rrc == -EFBIG)
       return text_result(true, "'%s' is not a regular file of at most 16 MiB", path);
-    }
-    size_t n = (size_t)st.st_size, got = 0;
-    unsigned char *buf = malloc(n + 1);
-    while (buf && got < n) {
-      ssize_t k = read(fd, buf + got, n - got);
-      if (k <= 0)
-        break;
-      got += (size_t)k;
-    }
-    close(fd);
-    if (!buf)
+    if (rrc == -ENOMEM)
       return text_result(true, "out of memory");
+    if (rrc < 0)
+      return text_result(true, "cannot read '%s': %s", path, strerror(-rrc));
+    unsigned char *buf = (unsigned char *)cbuf;
     json_t *r;
     const char *mime = mime_of(path);
     if (strncmp(mime, "image/", 6) == 0 && strcmp(mime, "image/svg+xml") != 0) {
