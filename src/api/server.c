@@ -39,9 +39,9 @@ void cr_server_opts_init(cr_server_opts *o) {
   o->queue = 16;
   o->max_timeout_s = 300;
   o->max_memory_bytes = 4096ull << 20;
-  o->default_timeout_s = 30;
-  o->default_memory_bytes = 256ull << 20;
-  o->output_limit = 1u << 20;
+  o->default_timeout_s = CR_DEFAULT_TIMEOUT_S;
+  o->default_memory_bytes = CR_DEFAULT_MEMORY_BYTES;
+  o->output_limit = CR_DEFAULT_OUTPUT_LIMIT;
   o->max_body_bytes = 64u << 20;
   o->drain_grace_s = 10;
 }

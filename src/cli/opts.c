@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "exec/exec.h"
 
 static int parse_double(const char *s, double *out) {
   if (!s || !*s)
@@ -37,12 +38,12 @@ enum {
 
 int cr_cli_parse_run(int argc, char **argv, cr_run_opts *o, cr_err *err) {
   memset(o, 0, sizeof *o);
-  o->timeout_s = 30;
-  o->memory_bytes = 256ull << 20;
-  o->disk_bytes = 256ull << 20;
-  o->output_limit = 1u << 20;
-  o->output_max = 64u << 20;
-  o->pids = 128;
+  o->timeout_s = CR_DEFAULT_TIMEOUT_S;
+  o->memory_bytes = CR_DEFAULT_MEMORY_BYTES;
+  o->disk_bytes = CR_DEFAULT_DISK_BYTES;
+  o->output_limit = CR_DEFAULT_OUTPUT_LIMIT;
+  o->output_max = CR_DEFAULT_OUTPUT_MAX;
+  o->pids = CR_DEFAULT_PIDS;
   static const struct option longopts[] = {
       {"code", required_argument, NULL, 'c'},
       {"lang", required_argument, NULL, 'l'},

@@ -29,12 +29,12 @@
 void cr_exec_spec_init(cr_exec_spec *s) {
   memset(s, 0, sizeof *s);
   s->language = "python";
-  s->timeout_s = 30;
-  s->memory_bytes = 256ull << 20;
-  s->pids = 128;
-  s->disk_bytes = 256ull << 20;
-  s->output_limit = 1u << 20;
-  s->output_max = 64u << 20;
+  s->timeout_s = CR_DEFAULT_TIMEOUT_S;
+  s->memory_bytes = CR_DEFAULT_MEMORY_BYTES;
+  s->pids = CR_DEFAULT_PIDS;
+  s->disk_bytes = CR_DEFAULT_DISK_BYTES;
+  s->output_limit = CR_DEFAULT_OUTPUT_LIMIT;
+  s->output_max = CR_DEFAULT_OUTPUT_MAX;
   s->cancel_fd = -1;
 }
 

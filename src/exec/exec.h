@@ -29,6 +29,15 @@ typedef struct cr_exec_file {
   size_t len;
 } cr_exec_file;
 
+/* A run's defaults, the same for every front end (CLI, sessions, server,
+ * MCP, agent). */
+#define CR_DEFAULT_TIMEOUT_S 30.0
+#define CR_DEFAULT_MEMORY_BYTES (256ull << 20)
+#define CR_DEFAULT_PIDS 128
+#define CR_DEFAULT_DISK_BYTES (256ull << 20)
+#define CR_DEFAULT_OUTPUT_LIMIT (1u << 20)   /* bytes kept per stream */
+#define CR_DEFAULT_OUTPUT_MAX (64u << 20)    /* bytes a stream may write before the stop */
+
 /* Hard ceilings: a spec asking for more is refused (front ends may clamp to
  * lower server-configured maxima before calling). */
 #define CR_MAX_TIMEOUT_S 3600.0

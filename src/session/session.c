@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exec/exec.h"
 #include "exec/outcap.h"
 #include "exec/workspace.h"
 #include "runtime/env.h"
@@ -61,13 +62,13 @@ struct cr_session {
 void cr_session_opts_init(cr_session_opts *o) {
   memset(o, 0, sizeof *o);
   o->language = "python";
-  o->timeout_s = 30;
+  o->timeout_s = CR_DEFAULT_TIMEOUT_S;
   o->grace_s = 2;
-  o->memory_bytes = 256ull << 20;
-  o->pids = 128;
-  o->disk_bytes = 256ull << 20;
-  o->output_limit = 1u << 20;
-  o->output_max = 64u << 20;
+  o->memory_bytes = CR_DEFAULT_MEMORY_BYTES;
+  o->pids = CR_DEFAULT_PIDS;
+  o->disk_bytes = CR_DEFAULT_DISK_BYTES;
+  o->output_limit = CR_DEFAULT_OUTPUT_LIMIT;
+  o->output_max = CR_DEFAULT_OUTPUT_MAX;
   o->max_code_bytes = 1u << 20;
 }
 

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "exec/exec.h"
 #include "exec/workspace.h"
 #include "runtime/runtime.h"
 #include "sandbox/sandbox.h"
@@ -22,8 +23,8 @@ struct cr_toolbox {
 };
 
 void cr_toolbox_opts_init(cr_toolbox_opts *o) {
-  o->timeout_s = 30;
-  o->memory_bytes = 256ull << 20;
+  o->timeout_s = CR_DEFAULT_TIMEOUT_S;
+  o->memory_bytes = CR_DEFAULT_MEMORY_BYTES;
   o->output_limit = 64u << 10; /* what a model reads: head and tail of 64 KiB */
 }
 
