@@ -27,6 +27,7 @@
 #include "sandbox/sandbox.h"
 #include "util/base64.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/utf8.h"
 
 typedef struct stream stream;
@@ -319,7 +320,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
   stream *st = cls;
   (void)pos;
   pthread_mutex_lock(&st->lock);
-  double last = cr_api_now();
+  double last = cr_now_s();
   while (st->sent == st->pending.len && !st->finished) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -339,7 +340,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
         return MHD_CONTENT_READER_END_WITH_ERROR;
       }
     }
-    if (st->sent == st->pending.len && !st->finished && cr_api_now() - last >= 5.0) {
+    if (st->sent == st->pending.len && !st->finished && cr_now_s() - last >= 5.0) {
       const char *ka = "{\"type\":\"keepalive\"}\n";
       cr_buf_append(&st->pending, ka, strlen(ka));
     }
@@ -403,7 +404,7 @@ static void stream_free(void *cls) {
 }
 
 static void finish_result(cr_api *a, stream *st, cr_result *res, double t0, const char *what) {
-  cr_api_count(a, res, cr_api_now() - t0);
+  cr_api_count(a, res, cr_now_s() - t0);
   cr_api_log(a, "exec", "id=%llu %s caller=%s language=%s status=%s duration_ms=%.1f",
              (unsigned long long)atomic_fetch_add(&a->m_exec_ids, 1) + 1, what,
              st->caller[0] ? st->caller : "-", res->language ? res->language : "-",
@@ -443,7 +444,7 @@ static void finish_result(cr_api *a, stream *st, cr_result *res, double t0, cons
 static void *oneshot_worker(void *arg) {
   stream *st = arg;
   cr_api *a = st->a;
-  double t0 = cr_api_now();
+  double t0 = cr_now_s();
   cr_sink sink = {.ctx = st, .on_output = sink_output, .on_display = sink_display};
   cr_result res;
   cr_err err = {0};
@@ -469,7 +470,7 @@ static void hidden_cell(cr_session *s, const char *code) {
 static void *session_worker(void *arg) {
   stream *st = arg;
   cr_api *a = st->a;
-  double t0 = cr_api_now();
+  double t0 = cr_now_s();
   cr_sink sink = {.ctx = st, .on_output = sink_output, .on_display = sink_display};
   cr_result res;
   cr_err err = {0};
@@ -694,7 +695,7 @@ static enum MHD_Result route_execute(cr_api *a, struct MHD_Connection *c, req *r
   if (want_stream(a, c))
     return start_stream(a, c, r, st, oneshot_worker);
 
-  double t0 = cr_api_now();
+  double t0 = cr_now_s();
   cr_result res;
   int rc = cr_execute(&st->spec, NULL, &res, &err);
   cr_api_release(a);
@@ -704,7 +705,7 @@ static enum MHD_Result route_execute(cr_api *a, struct MHD_Connection *c, req *r
     return respond_error(a, c, r, 400, "invalid_request", "%s", err.msg);
   }
   atomic_fetch_add(&a->m_sandboxes, 1);
-  cr_api_count(a, &res, cr_api_now() - t0);
+  cr_api_count(a, &res, cr_now_s() - t0);
   cr_api_log(a, "exec", "id=%llu oneshot caller=%s language=%s status=%s duration_ms=%.1f",
              (unsigned long long)atomic_fetch_add(&a->m_exec_ids, 1) + 1, r->caller[0] ? r->caller : "-", res.language ? res.language : "-",
              cr_status_name(res.status), res.duration_ms);
@@ -734,11 +735,11 @@ static void *grade_worker(void *arg) {
     snprintf(g->err, sizeof g->err, "too many executions running");
     return NULL;
   }
-  double t0 = cr_api_now();
+  double t0 = cr_now_s();
   if (cr_execute(&g->spec, NULL, &g->res, &err) == 0) {
     g->ran = true;
     atomic_fetch_add(&g->a->m_sandboxes, 1);
-    cr_api_count(g->a, &g->res, cr_api_now() - t0);
+    cr_api_count(g->a, &g->res, cr_now_s() - t0);
   } else {
     snprintf(g->err, sizeof g->err, "%s", err.msg);
   }
@@ -1019,7 +1020,7 @@ static enum MHD_Result route_session_execute(cr_api *a, struct MHD_Connection *c
       st->timeout_s = json_is_number(t) ? json_number_value(t) : 0;
       ret = start_stream(a, c, r, st, session_worker);
     } else {
-      double t0 = cr_api_now();
+      double t0 = cr_now_s();
       cr_result res;
       int rc = cr_session_execute(s, json_string_value(code), json_string_length(code),
                                   json_is_number(t) ? json_number_value(t) : 0, NULL, &res, &err);
@@ -1033,7 +1034,7 @@ static enum MHD_Result route_session_execute(cr_api *a, struct MHD_Connection *c
         cr_result_free(&res);
         ret = respond_error(a, c, r, 400, "invalid_request", "%s", err.msg);
       } else {
-        cr_api_count(a, &res, cr_api_now() - t0);
+        cr_api_count(a, &res, cr_now_s() - t0);
         cr_api_log(a, "exec", "id=%llu session=%s caller=%s language=%s status=%s duration_ms=%.1f",
                    (unsigned long long)atomic_fetch_add(&a->m_exec_ids, 1) + 1, id,
                    r->caller[0] ? r->caller : "-", res.language ? res.language : "-",
@@ -1364,7 +1365,7 @@ static bool mcp_get(cr_api *a, const char *id, const char *owner) {
     if (!a->mcps[i].closing && strcmp(a->mcps[i].id, id) == 0 &&
         strcmp(a->mcps[i].owner, owner) == 0) {
       a->mcps[i].refs++;
-      a->mcps[i].last = cr_api_now();
+      a->mcps[i].last = cr_now_s();
       found = true;
       break;
     }
@@ -1458,7 +1459,7 @@ static enum MHD_Result route_mcp(cr_api *a, struct MHD_Connection *c, req *r,
       return mcp_json(a, c, r, resp ? 400 : 500, resp ? resp : rpc_error(-32603, "out of memory"),
                       NULL);
     }
-    cr_mcp_conn conn = {.m = m, .last = cr_api_now()};
+    cr_mcp_conn conn = {.m = m, .last = cr_now_s()};
     unsigned char rnd[16];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
       for (size_t i = 0; i < sizeof rnd; i++)
@@ -1583,7 +1584,7 @@ enum MHD_Result cr_api_handler(void *cls, struct MHD_Connection *c, const char *
     r = calloc(1, sizeof *r);
     if (!r)
       return MHD_NO;
-    r->t0 = cr_api_now();
+    r->t0 = cr_now_s();
     r->caller = "";
     snprintf(r->method, sizeof r->method, "%s", method);
     snprintf(r->path, sizeof r->path, "%.*s", (int)strcspn(url, "?"), url);
@@ -1623,7 +1624,7 @@ void cr_api_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     return;
   cr_api_log(a, "http", "%s %s status=%d caller=%s duration_ms=%.1f%s", r->method, r->path,
              r->status,
-             r->caller && r->caller[0] ? r->caller : "-", (cr_api_now() - r->t0) * 1000,
+             r->caller && r->caller[0] ? r->caller : "-", (cr_now_s() - r->t0) * 1000,
              toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (client gone)");
   cr_buf_free(&r->body);
   free(r);

@@ -64,7 +64,6 @@ typedef struct cr_api {
   size_t nmcps;
 } cr_api;
 
-double cr_api_now(void);
 /* The caller's name for a valid key ("" without keys), NULL if refused. */
 const char *cr_api_auth(cr_api *a, const char *authorization);
 /* A slot for an execution: 0, or -1 when the queue is full (429). */

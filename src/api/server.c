@@ -30,6 +30,7 @@
 #include "runtime/runtime.h"
 #include "session/session.h"
 #include "util/buf.h"
+#include "util/clock.h"
 
 void cr_server_opts_init(cr_server_opts *o) {
   memset(o, 0, sizeof *o);
@@ -46,11 +47,6 @@ void cr_server_opts_init(cr_server_opts *o) {
   o->drain_grace_s = 10;
 }
 
-double cr_api_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 /* ---- keys ---------------------------------------------------------------- */
 
@@ -421,12 +417,12 @@ int cr_server_run(const cr_server_opts *o, cr_err *err) {
   a->draining = true;
   pthread_cond_broadcast(&a->cv);
   pthread_mutex_unlock(&a->lock);
-  double deadline = cr_api_now() + o->drain_grace_s;
+  double deadline = cr_now_s() + o->drain_grace_s;
   for (;;) {
     pthread_mutex_lock(&a->lock);
     size_t busy = a->running + a->active_streams;
     pthread_mutex_unlock(&a->lock);
-    if (busy == 0 || cr_api_now() >= deadline)
+    if (busy == 0 || cr_now_s() >= deadline)
       break;
     struct timespec ts = {0, 50000000};
     nanosleep(&ts, NULL);

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "session/session.h"
+#include "util/clock.h"
 
 typedef struct entry {
   char id[40];
@@ -33,11 +34,6 @@ struct cr_session_mgr {
   bool reaper_started;
 };
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static double wall_s(void) {
   struct timespec t;
@@ -175,7 +171,7 @@ int cr_mgr_open(cr_session_mgr *m, const cr_session_opts *o, double ttl_s, const
     p += sprintf(p, "%02x", rnd[i]);
   e->s = s;
   e->owner = owner ? strdup(owner) : NULL;
-  e->created = e->last_used = now_s();
+  e->created = e->last_used = cr_now_s();
   e->wall_created = e->wall_last = wall_s();
   e->ttl = ttl_s > 0 ? ttl_s : m->o.default_ttl_s;
   pthread_mutex_lock(&m->lock);
@@ -191,7 +187,7 @@ cr_session *cr_mgr_get(cr_session_mgr *m, const char *id, const char *owner, cr_
   for (entry *e = m->head; e; e = e->next)
     if (strcmp(e->id, id) == 0 && !e->closing && owner_ok(e, owner)) {
       e->refs++;
-      e->last_used = now_s();
+      e->last_used = cr_now_s();
       e->wall_last = wall_s();
       pthread_mutex_unlock(&m->lock);
       return e->s;
@@ -208,7 +204,7 @@ void cr_mgr_release(cr_session_mgr *m, cr_session *s) {
   for (entry *e = m->head; e; e = e->next)
     if (e->s == s) {
       e->refs--;
-      e->last_used = now_s();
+      e->last_used = cr_now_s();
       e->wall_last = wall_s();
       if (e->refs == 0 && e->closing) {
         unlink_entry(m, e);
@@ -255,7 +251,7 @@ size_t cr_mgr_reap(cr_session_mgr *m) {
   size_t closed = 0;
   for (;;) {
     entry *victim = NULL;
-    double t = now_s();
+    double t = cr_now_s();
     pthread_mutex_lock(&m->lock);
     for (entry *e = m->head; e; e = e->next) {
       if (e->closing)

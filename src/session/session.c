@@ -29,6 +29,7 @@
 #include "sandbox/sandbox.h"
 #include "util/base64.h"
 #include "util/buf.h"
+#include "util/clock.h"
 
 #define READY_TIMEOUT_S 20.0
 #define MAX_FRAME (64u << 20)
@@ -72,11 +73,6 @@ void cr_session_opts_init(cr_session_opts *o) {
   o->max_code_bytes = 1u << 20;
 }
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static void close_fd(int *fd) {
   if (*fd >= 0)
@@ -99,14 +95,14 @@ static void arm(int tfd, double secs) {
  * reading its requests (the program faked the end of a cell and hangs)
  * must not hang the supervisor. */
 static int write_all(int fd, const char *p, size_t n, double secs) {
-  double deadline = now_s() + secs;
+  double deadline = cr_now_s() + secs;
   while (n) {
     ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w < 0) {
       if (errno == EINTR)
         continue;
       if (errno == EAGAIN) {
-        double left = deadline - now_s();
+        double left = deadline - cr_now_s();
         if (left <= 0)
           return -ETIMEDOUT;
         struct pollfd pf = {.fd = fd, .events = POLLOUT};
@@ -261,11 +257,11 @@ static int driver_start(cr_session *s, cr_err *err) {
 
   /* Wait for the sandbox (first time) and the driver's "ready". */
   bool spawned = first;
-  double deadline = now_s() + READY_TIMEOUT_S;
+  double deadline = cr_now_s() + READY_TIMEOUT_S;
   bool ready = false, ev_eof = false;
   cr_buf early_err = {0};
   while (!ready) {
-    double left = deadline - now_s();
+    double left = deadline - cr_now_s();
     if (left <= 0) {
       cr_fail(err, 0, "the %s driver did not start within %g s", s->rt->name, READY_TIMEOUT_S);
       break;
@@ -677,7 +673,7 @@ int cr_session_execute(cr_session *s, const char *code, size_t len, double timeo
   cr_sb_stats st0;
   cr_sb_sample(&s->sb, &st0, true);
   double cpu0 = driver_cpu_ms(s);
-  double t0 = now_s();
+  double t0 = cr_now_s();
   int tfd = s->timer_fd;
   uint64_t stale;
   while (read(tfd, &stale, sizeof stale) > 0)
@@ -818,7 +814,7 @@ int cr_session_execute(cr_session *s, const char *code, size_t len, double timeo
   drain_stream(s->out_r, &out, 1, sink, &over, UINT64_MAX, NULL);
   drain_stream(s->err_r, &errc, 2, sink, &over, UINT64_MAX, NULL);
 
-  res->duration_ms = (now_s() - t0) * 1000;
+  res->duration_ms = (cr_now_s() - t0) * 1000;
   cr_sb_stats st1;
   cr_sb_sample(&s->sb, &st1, false);
   res->memory_peak_bytes = st1.memory_peak_bytes;
@@ -977,8 +973,8 @@ int cr_session_restart(cr_session *s, cr_err *err) {
       cr_err e2;
       cr_sb_signal(&s->sb, SIGKILL, &e2);
       /* Wait for the driver's exit before starting the next one. */
-      double deadline = now_s() + 5;
-      while (now_s() < deadline) {
+      double deadline = cr_now_s() + 5;
+      while (cr_now_s() < deadline) {
         struct pollfd pf = {.fd = s->sb.ctl_fd, .events = POLLIN};
         if (poll(&pf, 1, 100) <= 0)
           continue;
