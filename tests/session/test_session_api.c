@@ -78,13 +78,21 @@ static void run(cr_session *s, const char *code, cr_result *r) {
     fail_msg("execute failed: %s", err.msg);
 }
 
-static void test_state_and_errors(void **state) {
-  (void)state;
+/* A Python session with the default options. */
+static cr_session *open_python(void) {
   cr_session_opts o;
   cr_session_opts_init(&o);
-  cr_session *s;
+  cr_session *s = NULL;
   cr_err err = {0};
-  assert_int_equal(cr_session_open(&o, &s, &err), 0);
+  if (cr_session_open(&o, &s, &err) < 0)
+    fail_msg("cr_session_open: %s", err.msg);
+  return s;
+}
+
+static void test_state_and_errors(void **state) {
+  (void)state;
+  cr_session *s = open_python();
+  cr_err err = {0};
   cr_result r;
   run(s, "x = 1", &r);
   assert_int_equal(r.status, CR_ST_OK);
@@ -119,6 +127,8 @@ static void test_state_and_errors(void **state) {
   cr_result_free(&r);
   cr_session_close(s);
 
+  cr_session_opts o;
+  cr_session_opts_init(&o);
   o.language = "cobol";
   assert_int_equal(cr_session_open(&o, &s, &err), -1);
   assert_non_null(strstr(err.msg, "unknown language 'cobol'"));
@@ -143,11 +153,7 @@ static void *append_k(void *p) {
 /* Executions from several threads queue and all run; none is refused. */
 static void test_concurrent_executions_queue(void **state) {
   (void)state;
-  cr_session_opts o;
-  cr_session_opts_init(&o);
-  cr_session *s;
-  cr_err err = {0};
-  assert_int_equal(cr_session_open(&o, &s, &err), 0);
+  cr_session *s = open_python();
   cr_result r;
   run(s, "log = []", &r);
   cr_result_free(&r);
