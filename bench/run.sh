@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Start-up benchmark: a tiny python program, side by side in one run:
 #   bare      /usr/bin/python3 -c 'print(1)'               (no sandbox: the floor)
+#   nsfloor   build/bench-nsfloor: the same in fresh user, mount, pid, net, ipc,
+#             uts and cgroup namespaces and nothing else (bench/nsfloor.c): what
+#             any launcher with corral's namespaces pays before its first wall
 #   bwrap     bubblewrap with the flags of research/baseline-bench.md section 2
 #   corral    build/corral run -c 'print(1)'
 # Reported per command: median and p90 wall time (ms) and the ratio of the
@@ -47,6 +50,12 @@ cmds=(
 if ! command -v bwrap >/dev/null; then
   echo "bench/run.sh: bwrap not installed: the bubblewrap row is left out" >&2
   names=(bare corral); cmds=("${cmds[0]}" "${cmds[2]}")
+fi
+nsfloor="$repo/build/bench-nsfloor"
+if [ -x "$nsfloor" ]; then
+  names+=(nsfloor); cmds+=("$nsfloor $py -c 'print(1)'")
+else
+  echo "bench/run.sh: $nsfloor is not built: the namespace floor row is left out" >&2
 fi
 for i in "${!cmds[@]}"; do
   out=$(eval "${cmds[$i]}" 2>/dev/null) || die "'${names[$i]}' failed: ${cmds[$i]}"
@@ -148,7 +157,7 @@ print()
 cpu = bool(cpu_times)
 print(f"{'command':<10} {'runs':>5} {'median ms':>10} {'p90 ms':>8} {'min ms':>8} {'x bare':>7}"
       + (f" {'cpu ms':>8} {'cpu x bare':>10}" if cpu else ""))
-for name in ("bare", "bwrap", "corral"):
+for name in ("bare", "nsfloor", "bwrap", "corral"):
     if name in stats:
         s = stats[name]
         line = f"{name:<10} {s['n']:>5} {s['median_ms']:>10.1f} {s['p90_ms']:>8.1f} {s['min_ms']:>8.1f} {s['ratio_to_bare']:>7.2f}"
