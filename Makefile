@@ -5,18 +5,23 @@
 
 BUILD     ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+# Seconds of fuzzing per `make fuzz` (make test uses this default).
+FUZZ_SECONDS ?= 30
 MESON     ?= meson
 PYTHON    ?= /usr/bin/python3
 
 # Debian packages: the toolchain and libraries, the interpreters the sandbox
 # runs (python3 with the analysis libraries, node, bash), and what the tests
-# and the benchmark use (pytest, bubblewrap and hyperfine as anchors).
+# and the benchmark use (pytest, bubblewrap and hyperfine as anchors), and
+# clang with its libFuzzer runtime for the fuzz target.
 DEB_PACKAGES = gcc libc6-dev pkg-config meson ninja-build \
 	libseccomp-dev libjansson-dev libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev \
 	python3 python3-numpy python3-pandas python3-matplotlib python3-scipy \
-	nodejs bash python3-pytest bubblewrap hyperfine wrk curl
+	nodejs bash python3-pytest bubblewrap hyperfine wrk curl \
+	clang libclang-rt-14-dev
 
-.PHONY: all deps build run test e2b-deps unit integration asan bench doctor clean
+.PHONY: all deps build run test e2b-deps unit integration asan fuzz bench doctor clean
 
 all: build
 
@@ -45,7 +50,7 @@ run: build
 	@$(BUILD)/corral run -c 'import statistics as s; d = [23, 45, 12, 67, 89, 34, 56]; print("mean", s.mean(d), "stdev", round(s.stdev(d), 4))'
 	$(BUILD)/corral serve --listen 127.0.0.1:8080
 
-test: build e2b-deps unit integration asan
+test: build e2b-deps unit integration asan fuzz
 
 # E2B's own SDK and the official MCP SDK for their tests, from npm, into
 # tests/e2b and tests/mcp
@@ -86,6 +91,20 @@ asan: deps $(ASAN_BUILD)/build.ninja
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		CORRAL=$(CURDIR)/$(ASAN_BUILD)/corral bash tests/run-hostile-fenced.sh
 
+$(FUZZ_BUILD)/build.ninja:
+	CC=clang $(MESON) setup $(FUZZ_BUILD) -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
+
+# libFuzzer on what the supervisor reads from a hostile program (output
+# capture, UTF-8 repair, error classification, expected-output comparison,
+# base64, the result writer), from the seeds in tests/fuzz/corpus. New inputs
+# go to a scratch directory, not into the repository; a crash or a broken
+# property leaves its input in $(FUZZ_BUILD)/ and fails the target.
+fuzz: deps $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD) fuzz-untrusted
+	@rm -rf $(FUZZ_BUILD)/corpus && mkdir -p $(FUZZ_BUILD)/corpus
+	$(FUZZ_BUILD)/fuzz-untrusted -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 \
+		-artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/corpus tests/fuzz/corpus
+
 bench: build
 	bash bench/run.sh
 	$(BUILD)/session-bench 1000
@@ -95,4 +114,4 @@ doctor: build
 	$(BUILD)/corral doctor
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
