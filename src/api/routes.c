@@ -214,7 +214,8 @@ struct stream {
   bool finished;
   bool client_gone;
   int cancel_fd;          /* one-shot: cancels the run */
-  cr_session *sess;       /* session: interrupted on disconnect; released by the worker */
+  cr_session *sess;       /* session: released by the worker */
+  atomic_bool withdrawn;  /* session: set on disconnect (cr_session_cancel) */
   int conn_fd;            /* the client's socket, watched for hangup */
   pthread_t worker;
   bool worker_started;
@@ -384,8 +385,10 @@ static void stream_free(void *cls) {
       ssize_t w = write(st->cancel_fd, &one, sizeof one);
       (void)w;
     }
+    /* Only this request's own cell: one still waiting for its turn does
+     * not run, one running is interrupted; another client's is left alone. */
     if (st->sess)
-      cr_session_interrupt(st->sess);
+      cr_session_cancel(st->sess, &st->withdrawn);
   }
   if (st->worker_started)
     pthread_join(st->worker, NULL);
@@ -460,13 +463,6 @@ static void *oneshot_worker(void *arg) {
   return NULL;
 }
 
-static void hidden_cell(cr_session *s, const char *code) {
-  cr_result r;
-  cr_err err;
-  cr_session_execute(s, code, strlen(code), 10, NULL, &r, &err);
-  cr_result_free(&r);
-}
-
 static void *session_worker(void *arg) {
   stream *st = arg;
   cr_api *a = st->a;
@@ -477,11 +473,13 @@ static void *session_worker(void *arg) {
   if (st->e2b)
     stream_line(st, json_pack("{s:s, s:I}", "type", "number_of_executions", "execution_count",
                               (json_int_t)st->exec_count));
-  if (st->env_set)
-    hidden_cell(st->sess, st->env_set[0]);
-  int erc = cr_session_execute(st->sess, st->code, st->code_len, st->timeout_s, &sink, &res, &err);
-  if (st->env_set)
-    hidden_cell(st->sess, st->env_set[1]);
+  /* E2B's env_vars are set and restored in the cell's own turn: no other
+   * request's cell sees them. */
+  cr_exec_extras x = {.cancel = &st->withdrawn,
+                      .before = st->env_set ? st->env_set[0] : NULL,
+                      .after = st->env_set ? st->env_set[1] : NULL};
+  int erc = cr_session_execute_ex(st->sess, st->code, st->code_len, st->timeout_s, &sink, &x,
+                                  &res, &err);
   if (erc < 0) {
     cr_result_init(&res);
     res.status = CR_ST_SANDBOX;

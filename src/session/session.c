@@ -58,6 +58,7 @@ struct cr_session {
   int timer_fd;               /* the per-cell timer, reused */
   int stat_fd;                /* /proc/<driver>/stat, kept open for the driver's life */
   atomic_bool interrupt_req;
+  atomic_bool *cur_cancel;    /* the running execution's withdrawal flag (under lock) */
 };
 
 void cr_session_opts_init(cr_session_opts *o) {
@@ -474,12 +475,36 @@ static bool shut_now(cr_session *s) {
 }
 
 
-/* Ends the turn of an execution that must not run: the session was shut. */
-static int closed_before_run(cr_session *s, cr_err *err) {
-  end_turn(s);
+/* An execution that must not run: the session was shut. */
+static int closed_before_run(cr_err *err) {
   cr_fail(err, 0, "the session was closed before this code ran: none of it ran");
   err->errnum = ESHUTDOWN; /* for callers to tell; not part of the message */
   return -1;
+}
+
+/* An execution its caller withdrew before it ran (a client that went away
+ * while waiting for its turn). */
+static int withdrawn_before_run(cr_err *err) {
+  cr_fail(err, 0, "the execution was withdrawn before its code ran: none of it ran");
+  err->errnum = ECANCELED;
+  return -1;
+}
+
+void cr_session_cancel(cr_session *s, atomic_bool *cancel) {
+  if (!cancel)
+    return;
+  /* The flag first: an execution that takes its turn after this sees it
+   * before it runs; one that already runs is found under the lock. */
+  atomic_store(cancel, true);
+  pthread_mutex_lock(&s->lock);
+  bool mine = s->busy && s->cur_cancel == cancel;
+  pthread_mutex_unlock(&s->lock);
+  if (mine) {
+    atomic_store(&s->interrupt_req, true);
+    uint64_t one = 1;
+    ssize_t w = write(s->wake_fd, &one, sizeof one);
+    (void)w;
+  }
 }
 
 bool cr_session_interrupt(cr_session *s) {
@@ -598,26 +623,14 @@ static void set_limit_error(cr_result *res, cr_category cat, const char *detail,
   }
 }
 
-int cr_session_execute(cr_session *s, const char *code, size_t len, double timeout_s,
-                       const cr_sink *sink, cr_result *res, cr_err *err) {
-  cr_result_init(res);
-  if (!code || len == 0)
-    return cr_fail(err, 0, "empty code: send the code to run");
-  if (len > s->o.max_code_bytes)
-    return cr_fail(err, 0, "the code is %zu bytes; this session accepts at most %zu", len,
-                   s->o.max_code_bytes);
-  if (timeout_s < 0 || timeout_s > CR_MAX_TIMEOUT_S)
-    return cr_fail(err, 0, "timeout %.3g s is out of range", timeout_s);
-  double limit = timeout_s > 0 && timeout_s < s->o.timeout_s ? timeout_s : s->o.timeout_s;
-
-  take_turn(s);
-  int rc = 0;
+/* With the turn held, before a cell: the sandbox is usable, a driver is
+ * up, stale interrupts are cleared. -1 (err set) when the cell must not run;
+ * `cancel` (may be NULL) is the caller's withdrawal flag. */
+static int prepare_cell(cr_session *s, atomic_bool *cancel, cr_err *err) {
   if (shut_now(s))
-    return closed_before_run(s, err);
-  if (s->broken) {
-    end_turn(s);
+    return closed_before_run(err);
+  if (s->broken)
     return cr_fail(err, 0, "the session's sandbox is gone: close it and open a new one");
-  }
   /* The driver may have died between cells (a timer in the program calling
    * os._exit): its exit message is waiting. Start a fresh one first. */
   for (;;) {
@@ -636,23 +649,29 @@ int cr_session_execute(cr_session *s, const char *code, size_t len, double timeo
     if (r < 0)
       break;
   }
-  if (s->broken) {
-    end_turn(s);
+  if (s->broken)
     return cr_fail(err, 0, "the session's sandbox is gone: close it and open a new one");
-  }
-  if (!s->driver_alive && driver_start(s, err) < 0) {
-    end_turn(s);
+  if (!s->driver_alive && driver_start(s, err) < 0)
     return -1;
-  }
   atomic_store(&s->interrupt_req, false);
   uint64_t drop;
   while (read(s->wake_fd, &drop, sizeof drop) > 0)
     ;
-  /* A close that came while the driver (re)started: its interrupt was just
-   * cleared, so it is honoured here, before anything runs. */
+  /* A close or a withdrawal that came while the driver (re)started: its
+   * interrupt was just cleared, so it is honoured here, before anything
+   * runs. */
   if (shut_now(s))
-    return closed_before_run(s, err);
+    return closed_before_run(err);
+  if (cancel && atomic_load(cancel))
+    return withdrawn_before_run(err);
+  return 0;
+}
 
+/* Runs one cell; the turn is held and prepare_cell succeeded. Everything is
+ * a result from here on. */
+static void run_cell(cr_session *s, const char *code, size_t len, double limit,
+                     const cr_sink *sink, cr_result *res) {
+  uint64_t drop;
   res->language = strdup(s->rt->name);
   res->timeout_s = limit;
   res->cpu_s = 0;
@@ -956,11 +975,69 @@ int cr_session_execute(cr_session *s, const char *code, size_t len, double timeo
     res->out = calloc(1, 1);
   if (!res->err)
     res->err = calloc(1, 1);
+}
+
+/* A hidden cell of an execution's turn: output and result discarded. */
+static void hidden_cell(cr_session *s, const char *code) {
+  cr_err e;
+  cr_result r;
+  cr_result_init(&r);
+  if (prepare_cell(s, NULL, &e) == 0)
+    run_cell(s, code, strlen(code), 10, NULL, &r);
+  cr_result_free(&r);
+}
+
+int cr_session_execute(cr_session *s, const char *code, size_t len, double timeout_s,
+                       const cr_sink *sink, cr_result *res, cr_err *err) {
+  return cr_session_execute_ex(s, code, len, timeout_s, sink, NULL, res, err);
+}
+
+int cr_session_execute_ex(cr_session *s, const char *code, size_t len, double timeout_s,
+                          const cr_sink *sink, const cr_exec_extras *x, cr_result *res,
+                          cr_err *err) {
+  cr_result_init(res);
+  if (!code || len == 0)
+    return cr_fail(err, 0, "empty code: send the code to run");
+  if (len > s->o.max_code_bytes)
+    return cr_fail(err, 0, "the code is %zu bytes; this session accepts at most %zu", len,
+                   s->o.max_code_bytes);
+  if (timeout_s < 0 || timeout_s > CR_MAX_TIMEOUT_S)
+    return cr_fail(err, 0, "timeout %.3g s is out of range", timeout_s);
+  double limit = timeout_s > 0 && timeout_s < s->o.timeout_s ? timeout_s : s->o.timeout_s;
+  atomic_bool *cancel = x ? x->cancel : NULL;
+
+  take_turn(s);
+  pthread_mutex_lock(&s->lock);
+  s->cur_cancel = cancel;
+  pthread_mutex_unlock(&s->lock);
+  int rc = 0;
+  /* Withdrawn while waiting: nothing of it runs, not even its hidden cells. */
+  if (cancel && atomic_load(cancel)) {
+    rc = withdrawn_before_run(err);
+  } else {
+    if (x && x->before && !shut_now(s))
+      hidden_cell(s, x->before);
+    rc = prepare_cell(s, cancel, err);
+    if (rc == 0)
+      run_cell(s, code, len, limit, sink, res);
+    /* The restore must not be interrupted by a late withdrawal. */
+    pthread_mutex_lock(&s->lock);
+    s->cur_cancel = NULL;
+    pthread_mutex_unlock(&s->lock);
+    if (x && x->after && !shut_now(s))
+      hidden_cell(s, x->after);
+  }
+  pthread_mutex_lock(&s->lock);
+  s->cur_cancel = NULL;
+  pthread_mutex_unlock(&s->lock);
   end_turn(s);
   return rc;
 }
 
 int cr_session_restart(cr_session *s, cr_err *err) {
+  /* A restart is asked for to get out of a stuck or unwanted cell: stop the
+   * one running instead of waiting for its time limit. */
+  cr_session_interrupt(s);
   take_turn(s);
   int rc = 0;
   if (shut_now(s)) {

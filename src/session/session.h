@@ -19,6 +19,7 @@
 #ifndef CORRAL_SESSION_H
 #define CORRAL_SESSION_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -61,6 +62,28 @@ int cr_session_open(const cr_session_opts *o, cr_session **out, cr_err *err);
 int cr_session_execute(cr_session *s, const char *code, size_t len, double timeout_s,
                        const cr_sink *sink, cr_result *res, cr_err *err);
 
+/* What one caller may add to an execution (all optional). */
+typedef struct cr_exec_extras {
+  /* The caller's withdrawal flag, for cr_session_cancel: an execution whose
+   * flag is set before its turn comes does not run (-1, errnum ECANCELED);
+   * one that is running is interrupted. Never touches another caller's
+   * execution. */
+  atomic_bool *cancel;
+  /* Hidden cells run in the same turn right before and after the code
+   * (E2B's per-execution env_vars: set, run, restore), so no other caller's
+   * execution can run in between. Their output is discarded; `after` runs
+   * even when the code failed or was interrupted. */
+  const char *before, *after;
+} cr_exec_extras;
+
+int cr_session_execute_ex(cr_session *s, const char *code, size_t len, double timeout_s,
+                          const cr_sink *sink, const cr_exec_extras *x, cr_result *res,
+                          cr_err *err);
+
+/* Withdraws the execution that was given this flag (sets it; interrupts the
+ * execution if it is the one running). Any thread. */
+void cr_session_cancel(cr_session *s, atomic_bool *cancel);
+
 /* Interrupts the running execution, if any (its result: status
  * interrupted, state kept). Returns true when there was one. */
 bool cr_session_interrupt(cr_session *s);
@@ -71,8 +94,9 @@ bool cr_session_interrupt(cr_session *s);
  * one. */
 void cr_session_shut(cr_session *s);
 
-/* A fresh interpreter; files in /workspace are kept. Waits for the running
- * execution, if any, to end first. */
+/* A fresh interpreter; files in /workspace are kept. Interrupts the running
+ * execution, if any, and takes its turn after it (executions queued before
+ * the restart still run first, in the old interpreter). */
 int cr_session_restart(cr_session *s, cr_err *err);
 
 /* Ends everything: driver, sandbox, cgroups, fds. NULL is fine. Must not be

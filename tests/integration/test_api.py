@@ -311,6 +311,20 @@ def test_session_interrupt_and_restart(srv):
         assert r["status"] == "error" and r["error"]["name"] == "NameError", r
         r = srv.cell(sid, "print(open('keep.txt').read())")
         assert r["stdout"] == "kept\n", "restart must keep /workspace: " + repr(r)
+
+        # A restart asked for while a cell runs stops that cell instead of
+        # waiting for its time limit.
+        with srv.stream(f"/v1/sessions/{sid}/execute",
+                        {"code": "print('stuck')\nimport time\ntime.sleep(25)", "timeout_s": 28}) as s:
+            t, first = next(iter(s))
+            assert first["type"] == "stdout" and "stuck" in first["text"], first
+            t0 = time.monotonic()
+            st, _, b = srv.post(f"/v1/sessions/{sid}/restart")
+            took = time.monotonic() - t0
+            assert st == 200 and b == {"id": sid, "restarted": True}, (st, b)
+            assert took < 10, f"the restart waited {took:.1f} s for the running cell"
+            res = s.result()
+        assert res["status"] == "interrupted", res
     finally:
         srv.delete(f"/v1/sessions/{sid}")
 
@@ -608,6 +622,34 @@ def test_disconnect_interrupts_session_cell(srv):
         assert time.monotonic() - t0 < 4, "the next cell waited: the disconnected cell was not interrupted"
         st, _, info = srv.get(f"/v1/sessions/{sid}")
         assert st == 200, info
+    finally:
+        srv.delete(f"/v1/sessions/{sid}")
+
+
+def test_disconnect_while_queued_leaves_the_running_cell_alone(srv):
+    # A streamed request waiting for its turn loses its client: its own code
+    # must not run later, and the cell that runs meanwhile (another
+    # client's) must not be interrupted.
+    sid = srv.open_session({"timeout_s": 15})["id"]
+    try:
+        out = {}
+        a = threading.Thread(target=lambda: out.update(
+            r=srv.cell(sid, "import time\ntime.sleep(2.5)\nprint('a done')", timeout_s=10)))
+        a.start()
+        time.sleep(0.7)   # A holds the turn
+        s = srv.stream(f"/v1/sessions/{sid}/execute",
+                       {"code": "open('b_ran', 'w').write('x')\nprint('b ran')"})
+        assert s.status == 200, s.body_json()
+        time.sleep(0.5)   # B is queued behind A
+        s.close()
+        a.join(15)
+        assert not a.is_alive(), "the first cell never returned"
+        r = out["r"]
+        assert r["status"] == "ok" and r["stdout"] == "a done\n", \
+            f"another client's disconnect interrupted this cell: {r!r:.1000}"
+        time.sleep(0.5)
+        r = srv.cell(sid, "import os\nprint(os.path.exists('b_ran'))", timeout_s=5)
+        assert r["stdout"] == "False\n", f"the withdrawn request's code ran after all: {r!r:.1000}"
     finally:
         srv.delete(f"/v1/sessions/{sid}")
 

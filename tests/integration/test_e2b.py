@@ -8,6 +8,7 @@ import os
 import shutil
 import threading
 import subprocess
+import time
 
 import pytest
 
@@ -37,9 +38,12 @@ def test_e2b_sdk(server):
     assert " 0 failed" in out, out
 
 
-def _e2b_execute(port, code, language):
+def _e2b_execute(port, code, language, env_vars=None):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    c.request("POST", "/execute", body=json.dumps({"code": code, "language": language}),
+    body = {"code": code, "language": language}
+    if env_vars is not None:
+        body["env_vars"] = env_vars
+    c.request("POST", "/execute", body=json.dumps(body),
               headers={"Content-Type": "application/json"})
     r = c.getresponse()
     assert r.status == 200, r.read()
@@ -74,3 +78,20 @@ def test_concurrent_first_uses_share_one_default_context(server):
     counts = sorted(int(o.strip()) for o in outs)
     assert counts == [1, 2, 3, 4, 5, 6], f"two default contexts were made: {counts}"
     assert _e2b_execute(server, 'echo "$hits"', "bash").strip() == "6"
+
+
+def test_env_vars_apply_to_their_own_execution_only(server):
+    """env_vars of one execution must not be seen by another request's cell
+    that runs in the same context while it is set (they are set, used and
+    restored in one turn)."""
+    outs = {}
+    slow = threading.Thread(target=lambda: outs.update(slow=_e2b_execute(
+        server, "import os, time\ntime.sleep(1.5)\nprint(os.environ.get('ONLY_MINE'))", "python",
+        {"ONLY_MINE": "secret-x"})))
+    slow.start()
+    time.sleep(0.5)   # the slow cell runs with ONLY_MINE set
+    outs["other"] = _e2b_execute(server, "import os\nprint(os.environ.get('ONLY_MINE'))", "python")
+    slow.join(60)
+    assert outs.get("slow", "").strip() == "secret-x", outs
+    assert outs["other"].strip() == "None", f"another request saw the env_vars: {outs}"
+    assert _e2b_execute(server, "import os\nprint(os.environ.get('ONLY_MINE'))", "python").strip() == "None"
