@@ -36,7 +36,9 @@ typedef struct req {
   char method[8];
   char path[160];       /* for the log line */
   cr_buf body;
+  size_t held;          /* body bytes counted in cr_api.body_bytes */
   bool too_big;
+  bool overloaded;      /* refused: the server holds too many bodies at once */
   double t0;
   const char *caller;   /* key name, "" without keys */
   int status;           /* for the log line */
@@ -637,22 +639,35 @@ static bool build_oneshot(cr_api *a, struct MHD_Connection *c, req *r, json_t *j
     size_t k = 0;
     const char *key;
     json_t *v;
+    bool bad = !st->env || !owned;
     json_object_foreach(env, key, v) {
+      if (bad)
+        break;
       if (!json_is_string(v)) {
-        free(owned);
         *ret = respond_error(a, c, r, 400, "invalid_request", "env['%s'] must be a string", key);
-        return false;
+        bad = true;
+        break;
       }
       char *kv = NULL;
       if (asprintf(&kv, "%s=%s", key, json_string_value(v)) < 0) {
-        free(owned);
-        return false;
+        *ret = respond_error(a, c, r, 500, "internal", "out of memory");
+        bad = true;
+        break;
       }
       owned[k] = kv;
       st->env[k++] = kv;
     }
     /* the strings are freed with the blobs */
-    st->blobs = realloc(st->blobs, (st->nblobs + k) * sizeof *st->blobs);
+    unsigned char **nb = bad ? NULL : realloc(st->blobs, (st->nblobs + k) * sizeof *st->blobs);
+    if (!nb) {
+      for (size_t i = 0; i < k; i++)
+        free(owned ? owned[i] : NULL);
+      free(owned);
+      if (!bad)
+        *ret = respond_error(a, c, r, 500, "internal", "out of memory");
+      return false;
+    }
+    st->blobs = nb;
     for (size_t i = 0; i < k; i++)
       st->blobs[st->nblobs++] = (unsigned char *)owned[i];
     free(owned);
@@ -1501,8 +1516,70 @@ static enum MHD_Result route_mcp(cr_api *a, struct MHD_Connection *c, req *r,
 
 /* ---- dispatch ------------------------------------------------------------- */
 
+/* Request bodies held in memory by all connections together, at most: the
+ * per-request maximum alone would let a few hundred connections hold
+ * gigabytes before any of them is answered. */
+static size_t body_budget(const cr_api *a) {
+  size_t four = a->o.max_body_bytes * 4;
+  return four > (256u << 20) ? four : 256u << 20;
+}
+
+static void body_release(cr_api *a, req *r) {
+  if (r->held) {
+    atomic_fetch_sub(&a->body_bytes, r->held);
+    r->held = 0;
+  }
+  cr_buf_free(&r->body);
+}
+
+/* Host names a local client uses for a loopback server. */
+static bool host_ok(const char *host) {
+  size_t n = strlen(host);
+  if (host[0] == '[') {
+    const char *e = strchr(host, ']');
+    if (!e)
+      return false;
+    n = (size_t)(e - host) + 1;
+    if (e[1] && e[1] != ':')
+      return false;
+    return n == 5 && strncmp(host, "[::1]", 5) == 0;
+  }
+  const char *colon = strchr(host, ':');
+  if (colon)
+    n = (size_t)(colon - host);
+  if (n == 9 && strncasecmp(host, "localhost", 9) == 0)
+    return true;
+  /* 127.0.0.0/8, written as a dotted quad */
+  unsigned b[4];
+  char tail;
+  char buf[64];
+  if (n >= sizeof buf)
+    return false;
+  memcpy(buf, host, n);
+  buf[n] = '\0';
+  return sscanf(buf, "%u.%u.%u.%u%c", &b[0], &b[1], &b[2], &b[3], &tail) == 4 && b[0] == 127 &&
+         b[1] < 256 && b[2] < 256 && b[3] < 256;
+}
+
+/* Without API keys the server runs the code of whoever reaches its loopback
+ * address, and a web page in the user's browser reaches it too: a
+ * cross-origin POST needs no preflight when it says text/plain, and DNS
+ * rebinding lets the page read the answers. Browsers always say where such
+ * a request comes from (Origin) and which name they resolved (Host). With
+ * keys, the page cannot know one. */
+static bool from_foreign_page(cr_api *a, struct MHD_Connection *c) {
+  if (a->nkeys)
+    return false;
+  const char *origin = a->mhd->lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+  const char *host = a->mhd->lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+  return (origin && !origin_ok(origin)) || (host && !host_ok(host));
+}
+
 static enum MHD_Result dispatch(cr_api *a, struct MHD_Connection *c, req *r, const char *url,
                                 const char *method) {
+  if (r->overloaded)
+    return respond_error(a, c, r, 503, "busy",
+                         "the server is holding too many request bodies at once; retry shortly");
   if (r->too_big)
     return respond_error(a, c, r, 413, "body_too_large",
                          "the request body is larger than the server's maximum of %zu bytes",
@@ -1572,40 +1649,83 @@ static enum MHD_Result dispatch(cr_api *a, struct MHD_Connection *c, req *r, con
                        path);
 }
 
+/* The headers are in, the body is not: what can be refused without reading
+ * it is refused here (a foreign web page, a missing or wrong key, a
+ * declared body over the maximum), so that no unauthenticated client makes
+ * the server hold its body. `e2b`: the E2B port (its own token header). */
+static enum MHD_Result first_call(cr_api *a, struct MHD_Connection *c, const char *url,
+                                  const char *method, void **con_cls, bool e2b) {
+  req *r = calloc(1, sizeof *r);
+  if (!r)
+    return MHD_NO;
+  r->t0 = cr_now_s();
+  r->caller = "";
+  snprintf(r->method, sizeof r->method, "%s", method);
+  snprintf(r->path, sizeof r->path, "%.*s", (int)strcspn(url, "?"), url);
+  *con_cls = r;
+  if (from_foreign_page(a, c))
+    return respond_error(a, c, r, 403, "forbidden",
+                         "requests from web pages of other origins or host names are refused "
+                         "(this server has no API keys and trusts only local clients)");
+  bool open = e2b ? strcmp(r->path, "/health") == 0
+                  : strncmp(r->path, "/v1/", 4) != 0 && strcmp(r->path, "/mcp") != 0;
+  if (!open && a->nkeys) {
+    const char *who;
+    if (e2b) {
+      const char *tok = a->mhd->lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token");
+      char bearer[600];
+      snprintf(bearer, sizeof bearer, "Bearer %s", tok ? tok : "");
+      who = tok ? cr_api_auth(a, bearer) : NULL;
+    } else {
+      who = cr_api_auth(a, a->mhd->lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"));
+    }
+    if (!who) {
+      if (e2b)
+        return respond(a, c, r, 401, "text/plain", strdup("Unauthorized"), 12);
+      if (strcmp(r->path, "/mcp") == 0)
+        return mcp_json(a, c, r, 401,
+                        rpc_error(-32600, "Unauthorized: send Authorization: Bearer KEY"), NULL);
+      return respond_error(a, c, r, 401, "unauthorized",
+                           "send the header 'Authorization: Bearer KEY' with a valid API key");
+    }
+  }
+  /* A declared body over the maximum is refused before it is read. */
+  const char *cl = a->mhd->lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+  if (cl && strtoull(cl, NULL, 10) > a->o.max_body_bytes) {
+    r->too_big = true;
+    return respond_error(a, c, r, 413, "body_too_large",
+                         "the request body is larger than the server's maximum of %zu bytes",
+                         a->o.max_body_bytes);
+  }
+  return MHD_YES;
+}
+
+/* A chunk of the body: kept while under the request's maximum and the
+ * server's budget for all bodies together. */
+static void take_upload(cr_api *a, req *r, const char *upload, size_t n) {
+  if (r->too_big)
+    return;
+  size_t held = atomic_fetch_add(&a->body_bytes, n) + n;
+  r->held += n;
+  if (held > body_budget(a)) {
+    r->too_big = r->overloaded = true;
+  } else if (r->body.len + n > a->o.max_body_bytes || cr_buf_append(&r->body, upload, n) < 0) {
+    r->too_big = true;
+  }
+  if (r->too_big)
+    body_release(a, r);
+}
+
 enum MHD_Result cr_api_handler(void *cls, struct MHD_Connection *c, const char *url,
                                const char *method, const char *version, const char *upload,
                                size_t *upload_size, void **con_cls) {
   (void)version;
   cr_api *a = cls;
   req *r = *con_cls;
-  if (!r) {
-    r = calloc(1, sizeof *r);
-    if (!r)
-      return MHD_NO;
-    r->t0 = cr_now_s();
-    r->caller = "";
-    snprintf(r->method, sizeof r->method, "%s", method);
-    snprintf(r->path, sizeof r->path, "%.*s", (int)strcspn(url, "?"), url);
-    *con_cls = r;
-    /* A declared body over the maximum is refused before it is read. */
-    const char *cl = a->mhd->lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-    if (cl && strtoull(cl, NULL, 10) > a->o.max_body_bytes) {
-      r->too_big = true;
-      return respond_error(a, c, r, 413, "body_too_large",
-                           "the request body is larger than the server's maximum of %zu bytes",
-                           a->o.max_body_bytes);
-    }
-    return MHD_YES;
-  }
+  if (!r)
+    return first_call(a, c, url, method, con_cls, false);
   if (*upload_size) {
-    if (!r->too_big) {
-      if (r->body.len + *upload_size > a->o.max_body_bytes)
-        r->too_big = true;
-      else if (cr_buf_append(&r->body, upload, *upload_size) < 0)
-        r->too_big = true;
-      if (r->too_big)
-        cr_buf_free(&r->body);
-    }
+    take_upload(a, r, upload, *upload_size);
     *upload_size = 0;
     return MHD_YES;
   }
@@ -1624,7 +1744,7 @@ void cr_api_completed(void *cls, struct MHD_Connection *c, void **con_cls,
              r->status,
              r->caller && r->caller[0] ? r->caller : "-", (cr_now_s() - r->t0) * 1000,
              toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (client gone)");
-  cr_buf_free(&r->body);
+  body_release(a, r);
   free(r);
   *con_cls = NULL;
 }
@@ -1872,9 +1992,13 @@ enum MHD_Result cr_e2b_handler(void *cls, struct MHD_Connection *c, const char *
                                size_t *upload_size, void **con_cls) {
   cr_api *a = cls;
   req *r = *con_cls;
-  if (!r || *upload_size)
+  if (!r)
+    return first_call(a, c, url, method, con_cls, true);
+  if (*upload_size)
     return cr_api_handler(cls, c, url, method, version, upload, upload_size, con_cls);
   atomic_fetch_add(&a->m_requests, 1);
+  if (r->overloaded)
+    return e2b_text(a, c, r, 503, "server busy: too many request bodies held at once");
   if (r->too_big)
     return e2b_text(a, c, r, 413, "request body too large");
   char path[512];

@@ -62,6 +62,7 @@ typedef struct cr_api {
   size_t ndefaults;
   cr_mcp_conn *mcps;          /* MCP sessions of /mcp (Streamable HTTP) */
   size_t nmcps;
+  atomic_size_t body_bytes;   /* request bodies held in memory, all connections */
 } cr_api;
 
 /* The caller's name for a valid key ("" without keys), NULL if refused. */

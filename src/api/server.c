@@ -375,7 +375,8 @@ int cr_server_run(const cr_server_opts *o, cr_err *err) {
         0, NULL, NULL, cr_e2b_handler, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&es,
         MHD_OPTION_NOTIFY_COMPLETED, cr_api_completed, a, MHD_OPTION_UNESCAPE_CALLBACK,
         no_unescape, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1024, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1024, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned int)256, MHD_OPTION_END);
     cr_err e2;
     if (!a->e2b || cr_e2b_prepare(a, &e2) < 0) {
       cr_fail(err, 0, "cannot serve the E2B protocol on port %d (%s)", o->e2b_port,

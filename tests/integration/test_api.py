@@ -786,6 +786,47 @@ def test_auth_required(keys_srv):
         assert st == 200 and r["stdout"] == "in\n", (key, st, r)
 
 
+def test_auth_refused_before_the_body_is_read(keys_srv):
+    """Without a valid key the answer is 401 before the body: an unknown
+    client must not make the server hold megabytes of it."""
+    for path, hdr in (("/v1/execute", b""), ("/v1/sessions", b"Authorization: Bearer nope\r\n"),
+                      ("/mcp", b"")):
+        c = socket.create_connection(("127.0.0.1", keys_srv.port), timeout=5)
+        try:
+            c.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n" + hdr +
+                      b"Content-Type: application/json\r\nContent-Length: 50000000\r\n\r\n" + b"{" * 100)
+            try:
+                data = c.recv(65536)
+            except socket.timeout:
+                pytest.fail(f"POST {path} without a valid key: no answer within 5 s while the body "
+                            f"was still coming: the server reads bodies before checking keys")
+            assert re.match(rb"HTTP/1\.[01] 401", data), (path, data[:300])
+        finally:
+            c.close()
+    keys_srv.healthz()
+
+
+def test_foreign_web_pages_are_refused_without_keys(srv):
+    """A server without keys trusts local clients only: a request a web page
+    made (another Origin, or a rebound host name) is refused, whatever its
+    Content-Type; local names work."""
+    body = json.dumps({"code": "open('pwned', 'w')\nprint('ran')"})
+    for hdrs in ({"Origin": "http://evil.example"},
+                 {"Origin": "null"},
+                 {"Host": "evil.example"},
+                 {"Host": "evil.example:" + str(srv.port), "Origin": "http://evil.example:" + str(srv.port)},
+                 {"Host": "127.0.0.1.evil.example"}):
+        st, _, b = srv.raw("POST", "/v1/execute", body, headers={"Content-Type": "text/plain", **hdrs})
+        assert st == 403, (hdrs, st, b[:300])
+        assert b"ran" not in b, (hdrs, b[:300])
+        st, _, b = srv.raw("POST", "/v1/sessions", "{}", headers=hdrs)
+        assert st == 403, (hdrs, st, b[:300])
+    for host in ("localhost", f"localhost:{srv.port}", f"127.0.0.1:{srv.port}", "127.1.2.3", "[::1]:80"):
+        st, _, r = srv.json("POST", "/v1/execute", {"code": "print(7)"},
+                            headers={"Host": host, "Origin": "http://localhost:3000"})
+        assert st == 200 and r["stdout"] == "7\n", (host, st, r)
+
+
 def test_tenant_isolation(keys_srv):
     s = keys_srv
     a = s.open_session({}, key=K1)["id"]
@@ -947,10 +988,10 @@ def test_garbage_http_keeps_server_up(srv):
             c.close()
     send_raw(b"GARBAGE\r\n\r\n")
     send_raw(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + os.urandom(200))       # a TLS hello
-    send_raw(b"POST /v1/execute HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"co", read=False)
-    resp = send_raw(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200000 + b"\r\n\r\n")
+    send_raw(b"POST /v1/execute HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{\"co", read=False)
+    resp = send_raw(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 200000 + b"\r\n\r\n")
     assert not resp or re.match(rb"HTTP/1\.[01] (4\d\d|5\d\d)", resp), resp[:200]
-    send_raw(b"POST /v1/execute HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", read=True)
+    send_raw(b"POST /v1/execute HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", read=True)
     st, _, b = srv.post("/v1/execute", {"code": "print('alive')"})
     assert st == 200 and b["stdout"] == "alive\n", b
 
@@ -984,7 +1025,7 @@ def test_body_too_large_refused_before_reading(small_srv):
     server has read (or waited for) the whole body."""
     c = socket.create_connection(("127.0.0.1", small_srv.port), timeout=5)
     try:
-        c.sendall(b"POST /v1/execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        c.sendall(b"POST /v1/execute HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                   b"Content-Length: 100000000000\r\n\r\n" + b"{" * 100)
         try:
             data = c.recv(65536)
