@@ -339,7 +339,7 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
   timerfd_settime(timer, 0, &its, NULL);
 
   bool got_exit = false, setup_failed = false, timed_out = false, flooded = false,
-       cancelled = false, killed = false;
+       cancelled = false, killed = false, stop_armed = false, hard_killed = false;
   int pstatus = 0;
   char fail_text[CR_ERR_MSG_MAX] = "";
   int flood_stream = 0;
@@ -353,16 +353,29 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
       pf[i_err = n++] = (struct pollfd){.fd = errs.fd, .events = POLLIN};
     if (sb.ctl_fd >= 0)
       pf[i_ctl = n++] = (struct pollfd){.fd = sb.ctl_fd, .events = POLLIN};
-    if (!killed) {
+    /* Once the program's exit is known the run is over: only its output
+     * is still draining, and no limit can fire any more (a leftover
+     * child's slow teardown must not turn an exit in time into a
+     * timeout). */
+    if (!killed && !got_exit) {
       pf[i_tim = n++] = (struct pollfd){.fd = timer, .events = POLLIN};
       if (spec->cancel_fd >= 0)
         pf[i_can = n++] = (struct pollfd){.fd = spec->cancel_fd, .events = POLLIN};
+    } else if (killed && !hard_killed) {
+      /* Stopped: PID 1 kills and reaps everything, which closes the
+       * streams; if it has not within a second, the hard way. */
+      if (!stop_armed) {
+        struct itimerspec one = {.it_value = {.tv_sec = 1}};
+        timerfd_settime(timer, 0, &one, NULL);
+        stop_armed = true;
+      }
+      pf[i_tim = n++] = (struct pollfd){.fd = timer, .events = POLLIN};
     }
     if (poll(pf, (nfds_t)n, -1) < 0) {
       if (errno == EINTR)
         continue;
       cr_fail(&e2, errno, "waiting for the program (poll)");
-      cr_sb_kill(&sb);
+      cr_sb_stop(&sb);
       killed = true;
       setup_failed = true;
       snprintf(fail_text, sizeof fail_text, "%s", e2.msg);
@@ -371,12 +384,12 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
     if (i_out >= 0 && pf[i_out].revents && drain(&out, 1, spec, sink) && !killed) {
       flooded = killed = true;
       flood_stream = 1;
-      cr_sb_kill(&sb);
+      cr_sb_stop(&sb);
     }
     if (i_err >= 0 && pf[i_err].revents && drain(&errs, 2, spec, sink) && !killed) {
       flooded = killed = true;
       flood_stream = 2;
-      cr_sb_kill(&sb);
+      cr_sb_stop(&sb);
     }
     if (i_ctl >= 0 && pf[i_ctl].revents) {
       cr_ctl_msg m;
@@ -393,13 +406,16 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
         sb.ctl_fd = -1;
       }
     }
-    if (i_tim >= 0 && pf[i_tim].revents && !killed) {
-      timed_out = killed = true;
+    if (i_tim >= 0 && pf[i_tim].revents && killed) {
+      hard_killed = true;
       cr_sb_kill(&sb);
+    } else if (i_tim >= 0 && pf[i_tim].revents && !killed) {
+      timed_out = killed = true;
+      cr_sb_stop(&sb);
     }
     if (i_can >= 0 && pf[i_can].revents && !killed) {
       cancelled = killed = true;
-      cr_sb_kill(&sb);
+      cr_sb_stop(&sb);
     }
   }
 

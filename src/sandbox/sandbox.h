@@ -95,7 +95,7 @@ typedef struct cr_sb_stats {
   bool oom_killed;             /* the cgroup's OOM killer fired */
   uint64_t oom_kills;          /* how many times, so far */
   bool pids_limited;           /* a fork failed on the pids limit */
-  struct rusage rusage;        /* the whole tree (init reaps everything) */
+  struct rusage rusage;        /* the whole tree (PID 1 reaps everything; see cr_sb_stop) */
   int init_status;             /* wait status of PID 1 */
 } cr_sb_stats;
 
@@ -115,6 +115,7 @@ typedef struct cr_sb {
   gid_t out_gid;
   int uid_slot;        /* this process's slot for out_uid (root only), -1 if none */
   int payload_pidfd;   /* persistent: a pidfd of the current program, or -1 */
+  double stop_deadline; /* after cr_sb_stop: when reaping falls back to cr_sb_kill */
 } cr_sb;
 
 /* Control messages from the sandbox. */
@@ -127,6 +128,7 @@ typedef enum cr_ctl_type {
   CR_CTL_SIGNAL = 4,  /* send signal `status` to the program's process group */
   CR_CTL_SPAWN = 5,   /* start the program again with the fds attached */
   CR_CTL_SPAWNED = 6, /* PID 1 -> supervisor: the new program runs (its pidfd attached) */
+  CR_CTL_STOP = 7,    /* kill every process of the sandbox, reap them all, exit */
 } cr_ctl_type;
 
 typedef struct cr_ctl_msg {
@@ -160,6 +162,13 @@ void cr_sb_sample(cr_sb *sb, cr_sb_stats *st, bool reset_peak);
 /* Kills every process of the sandbox (SIGKILL to PID 1 of its namespace).
  * Safe to call more than once and before reaping. */
 void cr_sb_kill(cr_sb *sb);
+
+/* Ends the run: PID 1 kills every process of the sandbox and reaps them
+ * before it exits, so that their CPU time reaches the run's figures (a
+ * SIGKILL to PID 1 takes them down with it unreaped, and uncounted).
+ * cr_sb_reap falls back to cr_sb_kill when PID 1 has not exited within a
+ * second. Safe to call more than once. */
+void cr_sb_stop(cr_sb *sb);
 
 /* Waits for PID 1 (and so for the whole tree), collects the statistics and
  * removes the cgroups. */

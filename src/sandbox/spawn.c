@@ -1,6 +1,7 @@
 /* Starting a sandbox: the privileged steps in the order DESIGN.md section 4
  * gives, each with what it defends against. */
 #include "sandbox/internal.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -420,6 +421,22 @@ static void bring_up_lo(void) {
   close(s);
 }
 
+/* PID 1's last act: every other process of the namespace killed and
+ * reaped, so that their CPU time adds up in PID 1's (which the supervisor
+ * reads from wait4) instead of vanishing with an unreaped tree. kill(-1)
+ * from PID 1 reaches all of them but itself; it is repeated until none is
+ * left, for children that were being forked at the first one. */
+static _Noreturn void kill_all_and_exit(void) {
+  for (;;) {
+    kill(-1, SIGKILL);
+    int st;
+    pid_t p = waitpid(-1, &st, 0);
+    if (p < 0 && errno == ECHILD)
+      break;
+  }
+  _exit(0);
+}
+
 static _Noreturn void run_init(const child_args *a) {
   int ctl = a->ctl;
   const char *step = "";
@@ -553,11 +570,10 @@ static _Noreturn void run_init(const child_args *a) {
         if (p == payload) {
           payload = 0;
           send_msg(ctl, CR_CTL_EXIT, 0, st, NULL, -1);
-          /* A one-shot run is over when its program is: exiting kills
-           * whatever it left behind (daemons, double forks) with the
-           * namespace. */
+          /* A one-shot run is over when its program is: whatever it left
+           * behind (daemons, double forks) is killed, and counted. */
           if (!a->cfg->persistent)
-            _exit(0);
+            kill_all_and_exit();
         }
     }
     if (fds[0].revents) {
@@ -585,6 +601,11 @@ static _Noreturn void run_init(const child_args *a) {
           for (size_t i = 0; i < k && ngot < sizeof got / sizeof *got; i++)
             memcpy(&got[ngot++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
         }
+      if (got_n == (ssize_t)sizeof m && m.type == CR_CTL_STOP) {
+        for (size_t i = 0; i < ngot; i++)
+          close(got[i]);
+        kill_all_and_exit();
+      }
       if (got_n == (ssize_t)sizeof m && m.type == CR_CTL_SIGNAL && payload > 0) {
         /* The whole process group: a driver's children (a shell's
          * foreground command) get the interrupt too. */
@@ -888,14 +909,47 @@ void cr_sb_kill(cr_sb *sb) {
     kill(sb->init_pid, SIGKILL);
 }
 
+static int send_cmd(cr_sb *sb, int type, int status, const int *fds, size_t nfds, cr_err *err);
+
+void cr_sb_stop(cr_sb *sb) {
+  if (sb->init_pid <= 0 || sb->stop_deadline > 0)
+    return;
+  cr_err e;
+  sb->stop_deadline = cr_now_s() + 1.0;
+  /* No control socket (PID 1 is going anyway) or no room in it: the hard
+   * way at once. */
+  if (send_cmd(sb, CR_CTL_STOP, 0, NULL, 0, &e) < 0)
+    cr_sb_kill(sb);
+}
+
 int cr_sb_reap(cr_sb *sb, cr_sb_stats *st, cr_err *err) {
   memset(st, 0, sizeof *st);
   if (sb->init_pid <= 0)
     return cr_fail(err, 0, "reaping the sandbox: it was not started or was already reaped");
   int status;
   pid_t p;
+  /* After cr_sb_stop, PID 1 is killing and reaping; if it has not finished
+   * by the deadline (it cannot be stopped from inside, but a kernel under
+   * pressure can be slow), SIGKILL it: nothing may outlive the run. */
+  if (sb->stop_deadline > 0) {
+    long pause_us = 200;
+    while ((p = wait4(sb->init_pid, &status, WNOHANG, &st->rusage)) == 0 ||
+           (p < 0 && errno == EINTR)) {
+      if (cr_now_s() >= sb->stop_deadline) {
+        cr_sb_kill(sb);
+        break;
+      }
+      struct timespec ts = {0, pause_us * 1000};
+      nanosleep(&ts, NULL);
+      if (pause_us < 10000)
+        pause_us *= 2;
+    }
+    if (p > 0)
+      goto reaped;
+  }
   while ((p = wait4(sb->init_pid, &status, 0, &st->rusage)) < 0 && errno == EINTR)
     ;
+reaped:
   if (p < 0)
     return cr_fail(err, errno, "reaping the sandbox's init (pid %d)", (int)sb->init_pid);
   sb->init_pid = 0;

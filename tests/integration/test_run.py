@@ -325,6 +325,38 @@ def test_timeout_cpu_loop(corral):
     assert r["error"] and r["error"]["category"] == "timeout", r.why()
 
 
+def test_cpu_time_counts_every_process_however_the_run_ends(corral):
+    # A program stopped at its time limit: its CPU is the run's, though
+    # PID 1 was told to end it.
+    r = run_corral(["--timeout", "1", "-c", "while True:\n    pass"])
+    assert r["status"] == "timeout" and r["cpu_ms"] >= 500, \
+        "a busy program stopped at 1 s reports almost no CPU" + r.why()
+    # A child that spins while the program sleeps, killed when the program
+    # exits: its CPU counts too.
+    r = run_corral(["--timeout", "10", "-c",
+                    "import os, time\nif os.fork() == 0:\n    while True: pass\ntime.sleep(1)\nprint('done')"])
+    assert r["status"] == "ok" and r["stdout"] == "done\n", r.why()
+    assert r["cpu_ms"] >= 500, "the background child's CPU is missing" + r.why()
+    # An output flood stopped by the supervisor.
+    r = run_corral(["--output-limit", "1000", "--output-max", "20000000", "-c",
+                    "import time\nt = time.time()\nwhile time.time() - t < 0.6: pass\nwhile True: print('x' * 1000)"])
+    assert r["status"] == "output_limit" and r["cpu_ms"] >= 400, r.why()
+
+
+def test_exit_in_time_is_not_a_timeout_when_teardown_is_slow(corral):
+    # The program exits before its limit; a child it left holds 800 MB,
+    # whose teardown may run past the limit. The program ended in time.
+    code = ("import os, time\n"
+            "if os.fork() == 0:\n"
+            "    b = bytearray(800 << 20)\n"
+            "    for i in range(0, len(b), 4096): b[i] = 1\n"
+            "    time.sleep(60)\n"
+            "time.sleep(1.7)\n"
+            "print('in time')")
+    r = run_corral(["--timeout", "2", "--memory", "1200", "-c", code])
+    assert r["status"] == "ok" and r["stdout"] == "in time\n" and r["exit_code"] == 0, r.why()
+
+
 def test_timeout_sleeping_program(corral):
     r = run_corral(["--timeout", "1.5", "-c", "import time\nprint('start', flush=True)\ntime.sleep(60)"])
     assert r["status"] == "timeout" and r.rc == 124, r.why()
