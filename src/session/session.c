@@ -183,6 +183,29 @@ static int next_event(cr_session *s, json_t **ev, bool *eof) {
 
 /* ---- starting the driver ----------------------------------------------- */
 
+/* Kills the driver and waits for its exit (PID 1 reports it), so that the
+ * next start finds PID 1 free. At most 5 s; a sandbox that ends meanwhile
+ * is marked broken. */
+static void kill_driver(cr_session *s) {
+  cr_err e2;
+  cr_sb_signal(&s->sb, SIGKILL, &e2);
+  double deadline = cr_now_s() + 5;
+  while (cr_now_s() < deadline) {
+    struct pollfd pf = {.fd = s->sb.ctl_fd, .events = POLLIN};
+    if (poll(&pf, 1, 100) <= 0)
+      continue;
+    cr_ctl_msg m;
+    int r = cr_sb_read_ctl(&s->sb, &m, &e2);
+    if (r == 1 && m.type == CR_CTL_EXIT)
+      break;
+    if (r == 0) {
+      s->broken = true;
+      break;
+    }
+  }
+  s->driver_alive = false;
+}
+
 /* Makes an interpreter ready: the one place that starts a driver, first in
  * a new sandbox, later (restart, crash, OOM) in the same sandbox. A warm,
  * pre-imported parent that forks the driver would replace the body of this
@@ -259,7 +282,7 @@ static int driver_start(cr_session *s, cr_err *err) {
   /* Wait for the sandbox (first time) and the driver's "ready". */
   bool spawned = first;
   double deadline = cr_now_s() + READY_TIMEOUT_S;
-  bool ready = false, ev_eof = false;
+  bool ready = false, ev_eof = false, exited = false;
   cr_buf early_err = {0};
   while (!ready) {
     double left = deadline - cr_now_s();
@@ -299,6 +322,7 @@ static int driver_start(cr_session *s, cr_err *err) {
         spawned = true;
       /* An exit before SPAWNED is the previous driver's, reported late. */
       if (r == 1 && m.type == CR_CTL_EXIT && spawned) {
+        exited = true;
         cr_fail(err, 0, "the %s driver exited before it was ready (wait status %d)%s%.*s",
                 s->rt->name, m.status, early_err.len ? ": " : "", (int)early_err.len,
                 early_err.data ? early_err.data : "");
@@ -333,6 +357,12 @@ static int driver_start(cr_session *s, cr_err *err) {
   if (ready) {
     s->driver_alive = true;
     rc = 0;
+  } else if (spawned && !exited && !s->broken) {
+    /* A driver that hangs or misbehaves while starting (a cell can plant a
+     * usercustomize.py that never returns) must not stay: PID 1 would
+     * refuse every later start as busy, and the session would be stuck
+     * for good. */
+    kill_driver(s);
   }
 out:
   close_fd(&outp[0]);
@@ -705,7 +735,7 @@ static void run_cell(cr_session *s, const char *code, size_t len, double limit,
   int bash_exit = -1;
   bool done = false, died = false, timed_out = false, interrupted = false, flooded = false,
        sent_int = false, killed = false, ev_eof = false, out_eof = false, err_eof = false,
-       malformed = false;
+       malformed = false, more_events = false;
   size_t rich_bytes = 0;
   int died_status = 0;
 
@@ -719,7 +749,9 @@ static void run_cell(cr_session *s, const char *code, size_t len, double limit,
         {.fd = ev_eof ? -1 : s->ev_r, .events = POLLIN}, {.fd = s->sb.ctl_fd, .events = POLLIN},
         {.fd = tfd, .events = POLLIN},      {.fd = s->wake_fd, .events = POLLIN},
     };
-    if (poll(pf, 6, -1) < 0) {
+    /* Frames already read but not handled (the budget below ran out) make
+     * no pipe readable: look again at once instead of sleeping on them. */
+    if (poll(pf, 6, more_events ? 0 : -1) < 0) {
       if (errno == EINTR)
         continue;
       break;
@@ -729,7 +761,7 @@ static void run_cell(cr_session *s, const char *code, size_t len, double limit,
       drain_stream(s->out_r, &out, 1, sink, &over, s->o.output_max, &out_eof);
     if (pf[1].revents)
       drain_stream(s->err_r, &errc, 2, sink, &over, s->o.output_max, &err_eof);
-    if (pf[2].revents) {
+    if (pf[2].revents || more_events) {
       json_t *ev = NULL;
       int r, budget = 256; /* then back to poll: the timers must keep running */
       while (budget-- > 0 && (r = next_event(s, &ev, &ev_eof)) == 1) {
@@ -764,11 +796,15 @@ static void run_cell(cr_session *s, const char *code, size_t len, double limit,
             json_t *ec = json_object_get(ev, "exit_code");
             if (json_is_integer(ec))
               bash_exit = (int)json_integer_value(ec);
-            done = true;
+            /* After a SIGKILL the driver is gone whatever it wrote before:
+             * wait for its exit (state lost), not for this. */
+            if (!killed)
+              done = true;
           }
         }
         json_decref(ev);
       }
+      more_events = budget < 0;
       if (budget >= 0 && r < 0 && !killed) {
         /* A malformed frame: the driver cannot be trusted to go on. */
         cr_sb_signal(&s->sb, SIGKILL, &e2);
@@ -794,7 +830,9 @@ static void run_cell(cr_session *s, const char *code, size_t len, double limit,
         arm(tfd, s->o.grace_s);
       }
     }
-    if (pf[5].revents && atomic_exchange(&s->interrupt_req, false)) {
+    /* A cell that is done is past its limits: a timer or an interrupt in
+     * the same wakeup must not signal the driver between cells. */
+    if (!done && pf[5].revents && atomic_exchange(&s->interrupt_req, false)) {
       while (read(s->wake_fd, &drop, sizeof drop) > 0)
         ;
       interrupted = true;
@@ -804,7 +842,7 @@ static void run_cell(cr_session *s, const char *code, size_t len, double limit,
         arm(tfd, s->o.grace_s);
       }
     }
-    if (pf[4].revents) {
+    if (!done && pf[4].revents) {
       uint64_t x;
       while (read(tfd, &x, sizeof x) > 0)
         ;
@@ -1046,26 +1084,8 @@ int cr_session_restart(cr_session *s, cr_err *err) {
   } else if (s->broken) {
     rc = cr_fail(err, 0, "the session's sandbox is gone: close it and open a new one");
   } else {
-    if (s->driver_alive) {
-      cr_err e2;
-      cr_sb_signal(&s->sb, SIGKILL, &e2);
-      /* Wait for the driver's exit before starting the next one. */
-      double deadline = cr_now_s() + 5;
-      while (cr_now_s() < deadline) {
-        struct pollfd pf = {.fd = s->sb.ctl_fd, .events = POLLIN};
-        if (poll(&pf, 1, 100) <= 0)
-          continue;
-        cr_ctl_msg m;
-        int r = cr_sb_read_ctl(&s->sb, &m, &e2);
-        if (r == 1 && m.type == CR_CTL_EXIT)
-          break;
-        if (r == 0) {
-          s->broken = true;
-          break;
-        }
-      }
-      s->driver_alive = false;
-    }
+    if (s->driver_alive)
+      kill_driver(s);
     if (s->broken)
       rc = cr_fail(err, 0, "the session's sandbox ended during the restart");
     else

@@ -192,6 +192,39 @@ def test_stuck_cell_restarts_interpreter_and_says_so():
         assert s.close() == 0
 
 
+def test_driver_that_hangs_while_starting_does_not_wedge_the_session():
+    # A cell plants a usercustomize.py that hangs the next interpreter's
+    # start once. That start fails after its deadline; the hung driver must
+    # be killed, so that the start after it works.
+    s = Session("python", timeout=5)
+    try:
+        r = s.run("import site, os\n"
+                  "p = site.getusersitepackages()\n"
+                  "os.makedirs(p, exist_ok=True)\n"
+                  "open(os.path.join(p, 'usercustomize.py'), 'w').write("
+                  "'import os, time\\nm = \"/workspace/hung_once\"\\n"
+                  "if not os.path.exists(m):\\n    open(m, \"w\").close()\\n    while True: time.sleep(1)\\n')\n"
+                  "print(site.ENABLE_USER_SITE)")
+        assert r["status"] == "ok" and r["stdout"] == "True\n", r
+        r = s.run("import os\nos._exit(0)", within=60)      # the driver ends; its successor hangs
+        assert r["status"] == "error", r
+        r = s.run("print('back')", within=60)
+        assert r["status"] == "ok" and r["stdout"] == "back\n", \
+            f"the session stayed wedged after a driver hung while starting: {r}"
+    finally:
+        s.close()
+
+
+def test_events_written_in_one_burst_do_not_stall_the_cell(py):
+    # More frames than one wakeup handles, in a single write to the event
+    # channel: the cell must still end when it is done, not at its limit.
+    t0 = time.monotonic()
+    r = py.run("import os\nf = b'{\"type\":\"noise\",\"id\":0}'\n"
+               "os.write(4, (b'%d\\n' % len(f) + f) * 300)\nprint('after')")
+    assert r["status"] == "ok" and r["stdout"] == "after\n", r
+    assert time.monotonic() - t0 < 1.5, f"the cell waited for its time limit: {r['duration_ms']} ms"
+
+
 def test_memory_limit_restarts_and_keeps_files():
     s = Session("python", "--memory", "128", timeout=10)
     try:
