@@ -1,4 +1,5 @@
 /* corral run: one program in a fresh sandbox. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -183,6 +184,27 @@ int cr_cli_run(int argc, char **argv) {
     fprintf(stderr, "corral run: unknown language '%s': use one of %s\n", lang,
             cr_runtime_list());
     goto out;
+  }
+  if (o.out_dir) {
+    /* Refused now rather than after the run, whose files would be lost. */
+    DIR *d = opendir(o.out_dir);
+    bool empty = true;
+    if (d) {
+      struct dirent *de;
+      while ((de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+          empty = false;
+      closedir(d);
+    } else if (errno != ENOENT) {
+      fprintf(stderr, "corral run: --out '%s': %s\n", o.out_dir, strerror(errno));
+      goto out;
+    }
+    if (!empty) {
+      fprintf(stderr, "corral run: --out '%s' is not empty: files are copied only into a new or "
+                      "empty directory, never over or beside files already there\n",
+              o.out_dir);
+      goto out;
+    }
   }
   if (o.stdin_path) {
     int r = read_path(o.stdin_path, &in);

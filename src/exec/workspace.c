@@ -204,9 +204,34 @@ int cr_ws_copy_out(int ws_fd, const cr_result *res, const char *out_dir, uint64_
   uint64_t copied = 0;
   if (mkdir(out_dir, 0755) < 0 && errno != EEXIST)
     return cr_fail(err, errno, "creating the output directory %s", out_dir);
-  int od = open(out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int od = open(out_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (od < 0)
     return cr_fail(err, errno, "opening the output directory %s", out_dir);
+  /* Only into a new or empty directory: the program chooses the names, and
+   * in a directory that holds anything (a project, a git checkout) it could
+   * replace a build script or add a hook that runs on the host later. */
+  int probe = dup(od);
+  DIR *pd = probe >= 0 ? fdopendir(probe) : NULL;
+  if (!pd) {
+    if (probe >= 0)
+      close(probe);
+    close(od);
+    return cr_fail(err, errno, "reading the output directory %s", out_dir);
+  }
+  struct dirent *de;
+  bool empty = true;
+  while ((de = readdir(pd)) != NULL)
+    if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+      empty = false;
+      break;
+    }
+  closedir(pd);
+  if (!empty) {
+    close(od);
+    return cr_fail(err, 0, "not copying files out: %s is not empty (files are copied only into a "
+                           "new or empty directory, never over or beside files already there)",
+                   out_dir);
+  }
   struct stat wst;
   if (fstat(ws_fd, &wst) < 0) {
     close(od);
@@ -246,7 +271,9 @@ int cr_ws_copy_out(int ws_fd, const cr_result *res, const char *out_dir, uint64_
       rc = cr_fail(err, -dd, "copying %s out to %s", f->path, out_dir);
       break;
     }
-    int out = openat(dd, leaf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    /* O_EXCL: never an existing file (the directory was empty; something
+     * else may have written into it since). */
+    int out = openat(dd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     int e = errno;
     close(dd);
     if (out < 0) {

@@ -301,6 +301,14 @@ int cr_cg_create(const cr_host_info *h, cr_sb *sb, const cr_sb_limits *lim, cr_e
           goto fail_mem;
         if (h->cg_swap && (rc = write_file(sb->cg_mem, "memory.memsw.limit_in_bytes", v)) < 0)
           goto fail_mem;
+        /* v1 does not count socket buffers in the limit above (v2 does):
+         * without this, loopback TCP held 256 MiB in a 64 MiB sandbox,
+         * bounded only by the host-wide TCP memory every socket shares.
+         * A quarter of the limit, so the whole stays within 1.25x of it.
+         * Kernels without the file have no such accounting to enable. */
+        char tcp[32];
+        snprintf(tcp, sizeof tcp, "%llu", (unsigned long long)(lim->memory_bytes / 4));
+        write_file(sb->cg_mem, "memory.kmem.tcp.limit_in_bytes", tcp);
       }
     }
   }

@@ -55,7 +55,7 @@ static const char *const allow_plain[] = {
     "symlink", "symlinkat", "readlink", "readlinkat", "chmod", "fchmod", "fchmodat",
     "fchmodat2", "chown", "fchown", "lchown", "fchownat", "umask", "mknod", "mknodat",
     "utime", "utimes", "utimensat", "futimesat", "gettimeofday", "time", "clock_gettime",
-    "clock_getres", "getrlimit", "setrlimit", "prlimit64", "getrusage", "sysinfo", "times",
+    "clock_getres", "getrlimit", "setrlimit", "getrusage", "sysinfo", "times",
     "getpriority", "setpriority", "prctl", "arch_prctl", "futex", "futex_waitv",
     "set_robust_list", "get_robust_list", "set_tid_address", "restart_syscall", "rseq",
     "timer_create", "timer_settime", "timer_gettime", "timer_getoverrun", "timer_delete",
@@ -181,6 +181,19 @@ static int build(struct sock_fprog *out, char *msg, size_t msg_size) {
     struct scmp_arg_cmp lnx[] = {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX)};
     if ((rc = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, sti)) < 0 ||
         (rc = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, lnx)) < 0)
+      goto fail;
+  }
+
+  /* prlimit64 on itself only (pid 0: glibc's getrlimit and setrlimit):
+   * another process of the sandbox with the same uid includes PID 1 of a
+   * session, whose open-file limit a cell could lower until no program
+   * can be started again. The pid is compared as 64 bits: a value with
+   * high bits set is refused, though the kernel would read its low half. */
+  {
+    struct scmp_arg_cmp self[] = {SCMP_A0(SCMP_CMP_EQ, 0)};
+    struct scmp_arg_cmp other[] = {SCMP_A0(SCMP_CMP_NE, 0)};
+    if ((rc = add_rule(ctx, SCMP_ACT_ALLOW, "prlimit64", 1, self)) < 0 ||
+        (rc = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "prlimit64", 1, other)) < 0)
       goto fail;
   }
 

@@ -231,6 +231,36 @@ def test_out_dir_receives_created_and_changed_files(corral, tmp_path):
     assert not (out / "main.py").exists(), "the program file is not copied out"
 
 
+def test_out_dir_must_be_new_or_empty(corral_bin, tmp_path):
+    # A program's files must never replace or join files already on the
+    # host: a build script, a git config or hook would run there later.
+    proj = tmp_path / "proj"
+    (proj / ".git" / "hooks").mkdir(parents=True)
+    (proj / ".git" / "config").write_text("[core]\n")
+    (proj / "build.sh").write_text("echo safe\n")
+    (proj / "build.sh").chmod(0o755)
+    code = py("""
+        import os
+        os.makedirs('.git/hooks')
+        open('.git/config', 'w').write('[core]\\n\\tfsmonitor = touch /tmp/pwned\\n')
+        open('.git/hooks/pre-commit', 'w').write('#!/bin/sh\\ntouch /tmp/pwned\\n')
+        open('build.sh', 'w').write('touch /tmp/pwned\\n')
+        print('wrote')
+    """)
+    r = run_corral(["-o", proj, "-c", code], json_mode=False)
+    assert r.rc == 2 and b"not empty" in r.err, r.why()
+    assert (proj / ".git" / "config").read_text() == "[core]\n"
+    assert (proj / "build.sh").read_text() == "echo safe\n"
+    assert not (proj / ".git" / "hooks" / "pre-commit").exists()
+    # an empty one is fine, and a new one is made
+    for out in (tmp_path / "empty", tmp_path / "new"):
+        if out.name == "empty":
+            out.mkdir()
+        r = run_corral(["-o", out, "-c", code])
+        assert r["status"] == "ok" and (out / "build.sh").read_text() == "touch /tmp/pwned\n", r.why()
+        assert os.stat(out / "build.sh").st_mode & 0o111 == 0, "copied files are never executable"
+
+
 def test_out_dir_never_receives_host_content_through_links(corral, tmp_path):
     """A program creates symlinks and hardlinks aimed at host secrets; the copy
     out must not follow them into host files."""
