@@ -741,8 +741,26 @@ typedef struct grade_job {
   char err[256];
 } grade_job;
 
-static void *grade_worker(void *arg) {
-  grade_job *g = arg;
+/* The tests of one /v1/grade request, taken in turn by a few workers: at
+ * most as many as the server runs at once, so a request with 100 tests
+ * queues for slots like 100 requests would, instead of asking for them all
+ * at once and having those past the queue refused. */
+typedef struct grade_pool {
+  grade_job *jobs;
+  size_t n;
+  atomic_size_t next;
+} grade_pool;
+
+static void *grade_job_run(grade_job *g);
+
+static void *grade_pool_worker(void *arg) {
+  grade_pool *p = arg;
+  for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->n;)
+    grade_job_run(&p->jobs[i]);
+  return NULL;
+}
+
+static void *grade_job_run(grade_job *g) {
   cr_err err = {0};
   if (cr_api_acquire(g->a) < 0) {
     snprintf(g->err, sizeof g->err, "too many executions running");
@@ -821,7 +839,18 @@ static enum MHD_Result route_grade(cr_api *a, struct MHD_Connection *c, req *r) 
       }
     }
     grade_job *jobs = calloc(n, sizeof *jobs);
-    pthread_t *th = calloc(n, sizeof *th);
+    size_t nw = n < a->o.max_concurrent ? n : a->o.max_concurrent;
+    if (nw == 0)
+      nw = 1;
+    pthread_t *th = calloc(nw, sizeof *th);
+    bool *started = calloc(nw, sizeof *started);
+    if (!jobs || !th || !started) {
+      free(jobs);
+      free(th);
+      free(started);
+      json_decref(j);
+      return respond_error(a, c, r, 500, "internal", "out of memory");
+    }
     for (size_t i = 0; i < n; i++) {
       json_t *t = json_array_get(tests, i);
       grade_job *g = &jobs[i];
@@ -842,12 +871,17 @@ static enum MHD_Result route_grade(cr_api *a, struct MHD_Connection *c, req *r) 
       g->spec.expected_len = json_string_length(json_object_get(t, "expected_output"));
     }
     /* In parallel, each in a fresh sandbox, within the server's slots. */
-    for (size_t i = 0; i < n; i++)
-      if (pthread_create(&th[i], NULL, grade_worker, &jobs[i]) != 0)
-        grade_worker(&jobs[i]);
-    for (size_t i = 0; i < n; i++)
-      if (th[i])
+    grade_pool pool = {.jobs = jobs, .n = n};
+    atomic_init(&pool.next, 0);
+    /* nw workers in all: this thread is one of them (and the only one if
+     * no thread could be started). */
+    for (size_t i = 0; i + 1 < nw; i++)
+      started[i] = pthread_create(&th[i], NULL, grade_pool_worker, &pool) == 0;
+    grade_pool_worker(&pool);
+    for (size_t i = 0; i < nw; i++)
+      if (started[i])
         pthread_join(th[i], NULL);
+    free(started);
     json_t *out = json_array();
     size_t passed = 0;
     const char *verdict = "accepted";

@@ -676,6 +676,17 @@ def test_grade_verdicts_in_parallel(srv):
     assert wall < 3.2, f"grading took {wall:.2f} s: the tests did not run in parallel (sequential >= 3.5 s)"
 
 
+def test_grade_many_tests_on_a_narrow_server(narrow_srv):
+    # 30 tests on a server that runs one execution at a time with a queue of
+    # one: they take their turns; none is refused.
+    tests = [{"stdin": f"{i}\n", "expected_output": f"{2 * i}\n"} for i in range(30)]
+    st, _, g = narrow_srv.post("/v1/grade", {"code": "print(2 * int(input()))", "tests": tests},
+                               timeout=120)
+    assert st == 200, g
+    bad = [(i, t["verdict"], t["error"]) for i, t in enumerate(g["tests"]) if t["verdict"] != "accepted"]
+    assert not bad and g["verdict"] == "accepted" and g["passed"] == 30, bad[:5]
+
+
 def test_grade_memory_and_error(srv):
     code = "import sys\nw = sys.stdin.read().strip()\nif w == 'mem':\n    x = bytearray(500 * 2**20)\n" \
            "elif w == 'err':\n    raise ValueError('bad')\nprint(w)"
