@@ -644,6 +644,26 @@ def test_node_error_event_and_session_goes_on(start):
     assert text(d.ok("kept")) == "'earlier'"
 
 
+def test_node_lone_surrogates_become_replacement_characters(start):
+    # JSON.stringify would write them as \ud800 escapes, which the
+    # supervisor's JSON parser refuses (it then kills the driver).
+    d = start("node")
+    cell = d.run("throw new Error('a\\ud800b\\udc00c')")
+    assert cell.status == "error" and cell.error["value"] == "a\ufffdb\ufffdc", cell.error
+    assert text(d.ok("'x\\ud83d\\ude00y'")) == "'x\U0001F600y'"   # a real pair stays
+
+
+def test_node_cell_globals_do_not_replace_the_drivers_own(start):
+    # A common idiom makes setTimeout/setImmediate globals of the promise
+    # kind; the driver's own waiting must not use them.
+    d = start("node")
+    d.ok("const { setTimeout, setImmediate } = require('timers/promises')")
+    d.ok("await setTimeout(5)")
+    cell = d.ok("40 + 2")
+    assert text(cell) == "42"
+    d.ping()
+
+
 def test_node_syntax_error(start):
     d = start("node")
     cell = d.run("let = = 2")

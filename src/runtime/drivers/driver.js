@@ -30,6 +30,10 @@ const { createRequire } = require('module');
 // the driver keeps its own references.
 const proc = process;
 const realExit = process.exit.bind(process);
+const { Buffer, JSON, Promise } = globalThis;
+// (`const { setImmediate } = require('timers/promises')` at the top of a
+// cell, a common idiom, becomes a global: the driver's own stays this one.)
+const setImmediate = globalThis.setImmediate;
 const DRIVER_FILE = __filename;
 const REQ_FD = 3;
 const EV_FD = 4;
@@ -46,8 +50,17 @@ try {
 
 // ---- events -------------------------------------------------------------
 
+// A string with a lone surrogate (new Error('a\ud800b')) is valid in
+// JavaScript but not in UTF-8: JSON.stringify writes it as a \ud800 escape,
+// which the supervisor's JSON parser refuses, and the session would lose
+// its driver over one message. U+FFFD instead, as driver.py does.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+function wellFormed(key, value) {
+  return typeof value === 'string' ? value.replace(LONE_SURROGATE, '\ufffd') : value;
+}
+
 function send(event) {
-  let body = Buffer.from(JSON.stringify(event), 'utf8');
+  let body = Buffer.from(JSON.stringify(event, wellFormed), 'utf8');
   if (body.length > MAX_FRAME - 16 && event.mime) {
     const note = `<a ${body.length}-byte output, over the 64 MiB frame limit, was dropped>`;
     body = Buffer.from(JSON.stringify({ ...event, mime: { 'text/plain': note } }), 'utf8');
