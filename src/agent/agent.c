@@ -151,6 +151,14 @@ static int review(const cr_agent_opts *o, const char *code, cr_buf *note, char *
 }
 
 /* Runs one tool call; returns the text for the model and whether it failed. */
+/* A tool call's id as the model sent it, or one made up when it sent none
+ * (the result must name the call it answers). */
+static json_t *call_id(json_t *id, size_t k) {
+  if (json_is_string(id) && json_string_length(id) > 0)
+    return json_incref(id);
+  return json_sprintf("call_corral_%zu", k);
+}
+
 static char *run_tool(run_state *st, const char *name, json_t *args, bool *is_error, bool *quit) {
   cr_err err = {0};
   *is_error = false;
@@ -382,9 +390,10 @@ int cr_agent_run(const cr_agent_opts *o, const char *question, json_t **transcri
           if (ty && strcmp(ty, "text") == 0 && json_is_string(json_object_get(b, "text")))
             cr_buf_appendf(&text, "%s", json_string_value(json_object_get(b, "text")));
           else if (ty && strcmp(ty, "tool_use") == 0)
-            json_array_append_new(calls, json_pack("{s:O, s:O, s:O}", "id",
-                                                   json_object_get(b, "id"), "name",
-                                                   json_object_get(b, "name"), "args",
+            json_array_append_new(calls, json_pack("{s:o, s:O?, s:O?}", "id",
+                                                   call_id(json_object_get(b, "id"),
+                                                           json_array_size(calls)),
+                                                   "name", json_object_get(b, "name"), "args",
                                                    json_object_get(b, "input")));
         }
         truncated = strcmp(sr, "max_tokens") == 0;
@@ -406,8 +415,9 @@ int cr_agent_run(const cr_agent_opts *o, const char *question, json_t **transcri
           json_error_t je;
           const char *a = json_string_value(json_object_get(fn, "arguments"));
           json_t *args = a ? json_loads(a, 0, &je) : NULL;
-          json_array_append_new(calls, json_pack("{s:O, s:O, s:o}", "id", json_object_get(tc, "id"),
-                                                 "name", json_object_get(fn, "name"), "args",
+          json_array_append_new(calls, json_pack("{s:o, s:O?, s:o}", "id",
+                                                 call_id(json_object_get(tc, "id"), i), "name",
+                                                 json_object_get(fn, "name"), "args",
                                                  args ? args : json_object()));
         }
         const char *fr = json_string_value(
@@ -425,12 +435,24 @@ int cr_agent_run(const cr_agent_opts *o, const char *question, json_t **transcri
       break;
     }
     if (json_array_size(calls) == 0 || st.budget_spent) {
-      /* No tool call (or no more allowed): this is the answer. */
+      /* No tool call (or no more allowed): this is the answer, if there is
+       * one. A reply of tool calls only, or of nothing, is not an answer:
+       * exit 0 promises the model answered. */
+      json_decref(calls);
+      if (text.len == 0) {
+        snprintf(errmsg, sizeof errmsg, "%s",
+                 st.budget_spent
+                     ? "the failure budget is spent and the model's last reply was tool calls, "
+                       "not an answer (raise --max-failures, or ask for a simpler task)"
+                     : "the model replied with neither text nor a tool call");
+        stop = st.budget_spent ? "budget_spent" : "empty_reply";
+        cr_buf_free(&text);
+        break;
+      }
       answer = cr_buf_steal(&text);
       stop = st.budget_spent ? "budget_spent" : "answer";
       (void)truncated; /* a reply cut at max_tokens is still the answer we have */
       rc = 0;
-      json_decref(calls);
       break;
     }
     cr_buf_free(&text);

@@ -1,6 +1,7 @@
 /* corral agent: the self-debugging loop from the command line. */
 #include <getopt.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,9 @@ static const char usage[] =
     "  --json                        print the transcript object instead of the answer\n";
 
 int cr_cli_agent(int argc, char **argv) {
+  /* A --review-cmd that stops reading, or a closed stdout, is an error to
+   * report, not a silent death. */
+  signal(SIGPIPE, SIG_IGN);
   cr_agent_opts o;
   cr_agent_opts_init(&o);
   bool json = false;

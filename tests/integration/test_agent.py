@@ -179,6 +179,38 @@ def test_budget_exhaustion(make_server):
     assert t["code_attempts"] == 3
 
 
+def test_no_answer_is_not_success(make_server):
+    # After the budget is spent the model replies with tool calls only: no
+    # answer, so not exit 0.
+    s = make_server([oa_call("1/0", "c1"), oa_call("undefined_x", "c2"), oa_call("[][1]", "c3"),
+                     oa_call("print(1)", "c4")])
+    r = agent(s, "--json", "q")
+    t = json.loads(r.stdout)
+    assert r.returncode == 1 and t["stop_reason"] == "budget_spent" and t["error"], t
+    # An empty reply is not an answer either.
+    r = agent(make_server([oa_answer("")]), "--json", "q")
+    t = json.loads(r.stdout)
+    assert r.returncode == 1 and t["stop_reason"] == "empty_reply", t
+
+
+def test_tool_call_without_id_still_runs(make_server):
+    call = oa_call("print(6 * 7)")
+    del call["json"]["choices"][0]["message"]["tool_calls"][0]["id"]
+    s = make_server([call, oa_answer("42")])
+    r = agent(s, "--json", "q")
+    t = json.loads(r.stdout)
+    assert r.returncode == 0 and t["code_attempts"] == 1 and t["executions"][0]["stdout"] == "42\n", t
+    msgs = tool_msgs(s.requests[1])
+    assert msgs and msgs[0]["tool_call_id"], msgs
+
+
+def test_review_cmd_that_stops_reading_is_not_a_crash(make_server):
+    s = make_server([oa_call("x = 1\n" + "# padding\n" * 20000 + "print('ran')"), oa_answer("done")])
+    r = agent(s, "--json", "--review-cmd", "exit 0", "q")
+    assert r.returncode in (0, 1) and r.returncode != -13 and r.returncode != 141, r
+    assert r.stdout, "no transcript: the agent died of SIGPIPE"
+
+
 def test_review_cmd_accepts_and_declines(make_server):
     s = make_server([oa_call("print('ran')"), oa_answer("done")])
     r = agent(s, "--json", "--review-cmd", "cat > /dev/null; exit 0", "q")
