@@ -844,6 +844,14 @@ static int node_classify(const lines *t, const node_exc *e, span installed, cr_e
     return emit(out, CR_CAT_PERMISSION, e->name, msg, false, &h);
   }
 
+  /* JSON.parse throws SyntaxError too, about the data, not the code. */
+  if (sp_eq(e->name, "SyntaxError") &&
+      (sp_has(msg, " in JSON at position") || sp_has(msg, "is not valid JSON") ||
+       sp_has(msg, "end of JSON input") || sp_has(region, "at JSON.parse"))) {
+    sb_addf(&h, "JSON.parse was given text that is not valid JSON: the code parses; check the "
+                "data (print the start of it) before parsing it.");
+    return emit(out, CR_CAT_RUNTIME, e->name, msg, true, &h);
+  }
   if (sp_eq(e->name, "SyntaxError")) {
     if (e->loc.n)
       sb_addf(&h, "The code does not parse: fix the syntax at %.*s (the caret in stderr marks "
@@ -1032,8 +1040,11 @@ static int fallback(const cr_classify_input *in, const lines *t, cr_error_info *
                   "division by zero)");
       break;
     case SIGKILL:
-      sb_addf(&h, "The program was killed from outside, which often means the system ran out "
-                  "of memory; use less memory");
+      /* The sandbox's own memory limit is reported before this (the
+       * cgroup's OOM count): this SIGKILL came from elsewhere. */
+      sb_addf(&h, "The program was killed with SIGKILL, not by the sandbox's memory limit: it "
+                  "may have killed itself or a process it depends on, or the host ran out of "
+                  "memory");
       break;
     case SIGXCPU:
       cat = CR_CAT_TIMEOUT;

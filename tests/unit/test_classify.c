@@ -415,6 +415,19 @@ static const char node_scoped[] =
     "Node.js v20.20.2\n";
 
 /* exit status 1 */
+/* node 18 on bad data: a SyntaxError, but of the data, not the code */
+static const char node_json_parse[] =
+    "<anonymous_script>:1\n"
+    "{bad\n"
+    " ^\n"
+    "\n"
+    "SyntaxError: Expected property name or '}' in JSON at position 1\n"
+    "    at JSON.parse (<anonymous>)\n"
+    "    at Object.<anonymous> (/workspace/main.js:1:6)\n"
+    "    at Module._compile (node:internal/modules/cjs/loader:1521:14)\n"
+    "\n"
+    "Node.js v18.19.0\n";
+
 static const char node_syntax[] =
     "/tmp/cap/w/main.js:1\n"
     "function add(a, b {\n"
@@ -1195,6 +1208,14 @@ static void test_node_syntax_error(void **state) {
   cr_error_info_free(&e);
 }
 
+static void test_node_json_parse_is_about_the_data(void **state) {
+  cr_error_info e = run("node", TEXT(node_json_parse), 1, 0, NULL);
+  expect(&e, CR_CAT_RUNTIME, "SyntaxError", "Expected property name or '}' in JSON at position 1",
+         true);
+  hint_has(&e, "not valid JSON");
+  cr_error_info_free(&e);
+}
+
 static void test_node_reference_and_type_errors(void **state) {
   cr_error_info e = run("node", TEXT(node_ref), 1, 0, NULL);
   expect(&e, CR_CAT_RUNTIME, "ReferenceError", "totl is not defined", true);
@@ -1550,6 +1571,7 @@ int main(void) {
       cmocka_unit_test(test_node_esm_package_missing),
       cmocka_unit_test(test_node_scoped_and_relative_modules),
       cmocka_unit_test(test_node_syntax_error),
+      cmocka_unit_test(test_node_json_parse_is_about_the_data),
       cmocka_unit_test(test_node_reference_and_type_errors),
       cmocka_unit_test(test_node_other_error_classes),
       cmocka_unit_test(test_node_logged_error_is_not_the_cause),
