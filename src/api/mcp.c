@@ -69,6 +69,13 @@ static json_t *ok(json_t *id, json_t *result) {
   return json_pack("{s:s, s:O, s:O}", "jsonrpc", "2.0", "id", id, "result", result);
 }
 
+void cr_mcp_shut(cr_mcp *m) {
+  if (m)
+    cr_toolbox_shut(m->tools);
+}
+
+bool cr_mcp_runs_code(json_t *msg) { return cr_mcp_is(msg, "tools/call"); }
+
 json_t *cr_mcp_handle(cr_mcp *m, json_t *msg) {
   if (!json_is_object(msg))
     return error_response(NULL, -32600, "Invalid Request: a message must be a JSON object");

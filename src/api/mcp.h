@@ -14,6 +14,11 @@ typedef struct cr_mcp cr_mcp;
 
 cr_mcp *cr_mcp_new(const cr_toolbox_opts *o);
 void cr_mcp_free(cr_mcp *m);
+/* From another thread: stop its running tool call and refuse further ones
+ * (an HTTP session being deleted or expired, a server draining). */
+void cr_mcp_shut(cr_mcp *m);
+/* Is this message a tools/call request (which runs code)? */
+bool cr_mcp_runs_code(json_t *msg);
 
 /* Handles one message (a parsed JSON value). Returns the response (new
  * reference), or NULL when there is none to send (a notification, a

@@ -1006,16 +1006,33 @@ static enum MHD_Result route_session_open(cr_api *a, struct MHD_Connection *c, r
   o.env = envv;
   char id[40];
   cr_err err = {0};
+  if (cr_api_sessions(a) >= a->o.max_sessions) {
+    ret = respond_error(a, c, r, 429, "too_many_sessions",
+                        "the server has its maximum of %zu sessions open (MCP sessions count "
+                        "too); close one or wait for one to expire",
+                        a->o.max_sessions);
+    goto out;
+  }
   if (cr_mgr_open(a->mgr, &o, json_is_number(ttl) ? json_number_value(ttl) : 0, r->caller, id,
                   &err) < 0) {
+    /* The server's maximum, a bad value, or the sandbox itself failing to
+     * start (a server problem, not the request's). */
     bool full = strstr(err.msg, "maximum") != NULL;
-    ret = respond_error(a, c, r, full ? 429 : 400, full ? "too_many_sessions" : "invalid_request",
-                        "%s", err.msg);
+    bool bad = strstr(err.msg, "out of range") != NULL;
+    ret = respond_error(a, c, r, full ? 429 : bad ? 400 : 500,
+                        full ? "too_many_sessions" : bad ? "invalid_request" : "internal", "%s",
+                        err.msg);
     goto out;
   }
   atomic_fetch_add(&a->m_sandboxes, 1);
   cr_session_info info;
-  cr_mgr_info(a->mgr, id, r->caller, &info, &err);
+  if (cr_mgr_info(a->mgr, id, r->caller, &info, &err) < 0) {
+    /* Closed or expired in the moment since it opened (a ttl_s of almost
+     * nothing): say so rather than describe it. */
+    ret = respond_error(a, c, r, 409, "session_closed", "the session %s ended as it opened: %s",
+                        id, err.msg);
+    goto out;
+  }
   cr_api_log(a, "session", "open id=%s caller=%s language=%s", id, r->caller[0] ? r->caller : "-",
              info.language);
   ret = respond_json(a, c, r, 201, info_json(&info, false));
@@ -1446,6 +1463,41 @@ static void mcp_put(cr_api *a, const char *id) {
   cr_mcp_free(victim); /* closes its sandboxes */
 }
 
+size_t cr_api_sessions(cr_api *a) {
+  pthread_mutex_lock(&a->lock);
+  size_t n = a->nmcps;
+  pthread_mutex_unlock(&a->lock);
+  return n + cr_mgr_count(a->mgr);
+}
+
+void cr_mcp_http_sweep(cr_api *a, double idle_s) {
+  double now = cr_now_s();
+  for (;;) {
+    struct cr_mcp *victim = NULL;
+    pthread_mutex_lock(&a->lock);
+    for (size_t i = 0; i < a->nmcps; i++)
+      if (a->mcps[i].refs == 0 && now - a->mcps[i].last > idle_s) {
+        victim = a->mcps[i].m;
+        a->mcps[i] = a->mcps[--a->nmcps];
+        break;
+      }
+    pthread_mutex_unlock(&a->lock);
+    if (!victim)
+      return;
+    cr_api_log(a, "mcp", "closing an MCP session idle for more than %g s", idle_s);
+    cr_mcp_free(victim); /* closes its sandboxes */
+  }
+}
+
+void cr_mcp_http_shut_all(cr_api *a) {
+  pthread_mutex_lock(&a->lock);
+  for (size_t i = 0; i < a->nmcps; i++) {
+    a->mcps[i].closing = true;
+    cr_mcp_shut(a->mcps[i].m);
+  }
+  pthread_mutex_unlock(&a->lock);
+}
+
 void cr_mcp_http_free_all(cr_api *a) {
   for (size_t i = 0; i < a->nmcps; i++)
     cr_mcp_free(a->mcps[i].m);
@@ -1477,10 +1529,14 @@ static enum MHD_Result route_mcp(cr_api *a, struct MHD_Connection *c, req *r,
                       NULL);
     if (!mcp_get(a, sid, who))
       return mcp_json(a, c, r, 404, rpc_error(-32001, "Session not found"), NULL);
+    /* A call running now is stopped, not waited for: the client ended the
+     * session. Its sandboxes go when the last request lets go of it. */
     pthread_mutex_lock(&a->lock);
     for (size_t i = 0; i < a->nmcps; i++)
-      if (strcmp(a->mcps[i].id, sid) == 0)
+      if (strcmp(a->mcps[i].id, sid) == 0) {
         a->mcps[i].closing = true;
+        cr_mcp_shut(a->mcps[i].m);
+      }
     pthread_mutex_unlock(&a->lock);
     char id[40];
     snprintf(id, sizeof id, "%s", sid);
@@ -1493,7 +1549,25 @@ static enum MHD_Result route_mcp(cr_api *a, struct MHD_Connection *c, req *r,
   json_t *msg = r->body.len ? json_loadb(r->body.data, r->body.len, 0, &je) : NULL;
   if (!msg)
     return mcp_json(a, c, r, 400, cr_mcp_parse_error(r->body.len ? je.text : "empty body"), NULL);
+  cr_mcp_http_sweep(a, CR_MCP_IDLE_S);
   if (cr_mcp_is(msg, "initialize")) {
+    if (!json_object_get(msg, "id")) {
+      json_decref(msg);
+      return mcp_json(a, c, r, 400,
+                      rpc_error(-32600, "initialize must be a request (with an id), not a "
+                                        "notification"),
+                      NULL);
+    }
+    /* An MCP session holds sandboxes (one per language it uses): it
+     * counts against --max-sessions with the API's sessions. */
+    if (cr_api_sessions(a) >= a->o.max_sessions) {
+      json_decref(msg);
+      atomic_fetch_add(&a->m_rejected, 1);
+      return mcp_json(a, c, r, 429,
+                      rpc_error(-32000, "Too many sessions: the server has --max-sessions open; "
+                                        "end one (DELETE) or wait for one to expire"),
+                      NULL);
+    }
     cr_toolbox_opts to;
     cr_toolbox_opts_init(&to);
     to.timeout_s = a->o.default_timeout_s;
@@ -1540,8 +1614,20 @@ static enum MHD_Result route_mcp(cr_api *a, struct MHD_Connection *c, req *r,
     json_decref(msg);
     return mcp_json(a, c, r, 404, rpc_error(-32001, "Session not found"), NULL);
   }
+  /* Tool calls run code: they take an execution slot like every other
+   * execution of the server (and are refused past its queue). */
+  bool slot = cr_mcp_runs_code(msg);
+  if (slot && cr_api_acquire(a) < 0) {
+    mcp_put(a, id);
+    json_t *busy = rpc_error(-32000, "Too many executions running: retry shortly");
+    json_object_set(busy, "id", json_object_get(msg, "id"));
+    json_decref(msg);
+    return mcp_json(a, c, r, 429, busy, NULL);
+  }
   json_t *resp = cr_mcp_handle(mcp_of(a, id), msg);
   json_decref(msg);
+  if (slot)
+    cr_api_release(a);
   mcp_put(a, id);
   if (!resp)
     return mcp_empty(a, c, r, 202); /* a notification or a response */
@@ -1878,6 +1964,11 @@ static int e2b_default(cr_api *a, const char *owner, const char *lang, char id[4
 }
 
 int cr_e2b_prepare(cr_api *a, cr_err *err) {
+  /* A warm default Python context, as E2B's sandbox has: without keys.
+   * With keys each key gets its own on first use; one made now would
+   * belong to no key and hold a session slot for nothing. */
+  if (a->nkeys)
+    return 0;
   char id[40];
   return e2b_default(a, "", "python", id, err);
 }
@@ -2081,8 +2172,10 @@ enum MHD_Result cr_e2b_handler(void *cls, struct MHD_Connection *c, const char *
     o.memory_bytes = a->o.default_memory_bytes;
     o.output_limit = a->o.output_limit;
     char id[40];
+    if (cr_api_sessions(a) >= a->o.max_sessions)
+      return e2b_text(a, c, r, 429, "too many contexts: the server has --max-sessions open");
     if (cr_mgr_open(a->mgr, &o, 86400, r->caller, id, &err) < 0)
-      return e2b_text(a, c, r, 500, err.msg);
+      return e2b_text(a, c, r, strstr(err.msg, "maximum") ? 429 : 500, err.msg);
     atomic_fetch_add(&a->m_sandboxes, 1);
     cr_session_info info;
     if (cr_mgr_info(a->mgr, id, r->caller, &info, &err) < 0)

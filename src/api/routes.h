@@ -89,6 +89,14 @@ enum MHD_Result cr_e2b_handler(void *cls, struct MHD_Connection *c, const char *
                                size_t *upload_size, void **con_cls);
 /* MCP at /mcp (Streamable HTTP); every MCP session is freed at stop. */
 void cr_mcp_http_free_all(cr_api *a);
+/* MCP sessions of /mcp idle (no request) for longer than idle_s are
+ * closed; draining: all are shut (their running calls stopped). */
+void cr_mcp_http_sweep(cr_api *a, double idle_s);
+void cr_mcp_http_shut_all(cr_api *a);
+/* Sessions of every kind at once (manager sessions and MCP sessions), for
+ * --max-sessions. */
+size_t cr_api_sessions(cr_api *a);
+#define CR_MCP_IDLE_S 600.0
 /* The default python context, which E2B clients expect to exist at start. */
 int cr_e2b_prepare(cr_api *a, cr_err *err);
 

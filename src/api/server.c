@@ -404,8 +404,16 @@ int cr_server_run(const cr_server_opts *o, cr_err *err) {
           shown);
   fflush(stderr);
 
+  /* The signals, and every 10 s a sweep of idle MCP sessions (the
+   * session manager reaps its own). */
   int sig = 0;
-  sigwait(&sigs, &sig);
+  for (;;) {
+    struct timespec every = {10, 0};
+    sig = sigtimedwait(&sigs, NULL, &every);
+    if (sig > 0)
+      break;
+    cr_mcp_http_sweep(a, CR_MCP_IDLE_S);
+  }
   cr_api_log(a, "server", "%s: draining (grace %g s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              o->drain_grace_s);
 
@@ -436,7 +444,9 @@ int cr_server_run(const cr_server_opts *o, cr_err *err) {
     (void)w;
   }
   pthread_mutex_unlock(&a->lock);
-  cr_mgr_interrupt_all(a->mgr);
+  /* Past the grace: what runs is stopped and what waits does not run. */
+  cr_mgr_shut_all(a->mgr);
+  cr_mcp_http_shut_all(a);
   mhd->stop_daemon(a->d);
   if (a->e2b)
     mhd->stop_daemon(a->e2b);

@@ -341,9 +341,9 @@ void cr_mgr_touch(cr_session_mgr *m, cr_session *s) {
   pthread_mutex_unlock(&m->lock);
 }
 
-void cr_mgr_interrupt_all(cr_session_mgr *m) {
+void cr_mgr_shut_all(cr_session_mgr *m) {
   pthread_mutex_lock(&m->lock);
   for (entry *e = m->head; e; e = e->next)
-    cr_session_interrupt(e->s);
+    cr_session_shut(e->s);
   pthread_mutex_unlock(&m->lock);
 }

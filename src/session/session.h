@@ -154,8 +154,9 @@ int cr_mgr_list(cr_session_mgr *m, const char *owner, cr_session_info **out, siz
 /* One session's info; -1 (not found) like cr_mgr_get. */
 int cr_mgr_info(cr_session_mgr *m, const char *id, const char *owner, cr_session_info *out,
                 cr_err *err);
-/* Interrupts every running execution (a draining server). */
-void cr_mgr_interrupt_all(cr_session_mgr *m);
+/* Shuts every session (a draining server at the end of its grace period):
+ * running executions are interrupted, queued ones do not run. */
+void cr_mgr_shut_all(cr_session_mgr *m);
 /* Counts an execution (for info). */
 void cr_mgr_touch(cr_session_mgr *m, cr_session *s);
 size_t cr_mgr_count(cr_session_mgr *m);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <dirent.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,7 +20,10 @@
 
 struct cr_toolbox {
   cr_toolbox_opts o;
-  cr_session *sess[3]; /* python, node, bash */
+  /* python, node, bash; atomic: cr_toolbox_shut reads them from another
+   * thread while a call may be opening one */
+  _Atomic(cr_session *) sess[3];
+  atomic_bool shut;
 };
 
 void cr_toolbox_opts_init(cr_toolbox_opts *o) {
@@ -64,9 +68,23 @@ static cr_session *session_for(cr_toolbox *t, int i, cr_err *err) {
   o.timeout_s = t->o.timeout_s;
   o.memory_bytes = t->o.memory_bytes;
   o.output_limit = t->o.output_limit;
-  if (cr_session_open(&o, &t->sess[i], err) < 0)
+  cr_session *fresh;
+  if (cr_session_open(&o, &fresh, err) < 0)
     return NULL;
-  return t->sess[i];
+  t->sess[i] = fresh;
+  /* Shut while it was opening: its calls must not run. */
+  if (atomic_load(&t->shut))
+    cr_session_shut(fresh);
+  return fresh;
+}
+
+void cr_toolbox_shut(cr_toolbox *t) {
+  atomic_store(&t->shut, true);
+  for (int i = 0; i < 3; i++) {
+    cr_session *s = t->sess[i];
+    if (s)
+      cr_session_shut(s);
+  }
 }
 
 /* ---- definitions -------------------------------------------------------- */

@@ -26,6 +26,9 @@ typedef struct cr_toolbox_opts {
 void cr_toolbox_opts_init(cr_toolbox_opts *o);
 cr_toolbox *cr_toolbox_new(const cr_toolbox_opts *o);
 void cr_toolbox_free(cr_toolbox *t);
+/* Ends what runs and refuses what comes (any thread): every session's
+ * running cell is interrupted, queued and later calls do not run. */
+void cr_toolbox_shut(cr_toolbox *t);
 
 /* The tool definitions: [{name, title, description, inputSchema,
  * outputSchema}] (new reference). `languages` limits the run_* tools

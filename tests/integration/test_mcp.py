@@ -9,6 +9,8 @@ import json
 import os
 import shutil
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -110,3 +112,45 @@ def test_http_sessions_origin_and_methods(server):
     assert post(server, None, {"Mcp-Session-Id": sid}, method="DELETE")[0] == 200
     assert post(server, {"jsonrpc": "2.0", "id": 4, "method": "ping"},
                 {"Mcp-Session-Id": sid})[0] == 404
+
+
+def call(sid, code, cid=9):
+    return {"jsonrpc": "2.0", "id": cid, "method": "tools/call",
+            "params": {"name": "run_python", "arguments": {"code": code}}}
+
+
+def test_http_sessions_count_against_max_sessions_and_delete_stops_calls():
+    port = free_port()
+    with serving(["--listen", f"127.0.0.1:{port}", "--max-sessions", "2"], b"listening on"):
+        sids = []
+        for _ in range(2):
+            st, sid, body = post(port, INIT)
+            assert st == 200 and sid, body
+            sids.append(sid)
+        st, _, body = post(port, INIT)
+        assert st == 429 and b"Too many sessions" in body, (st, body)
+        # and against the API's sessions
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        c.request("POST", "/v1/sessions", body="{}", headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        assert r.status == 429, (r.status, r.read())
+        c.close()
+        # DELETE while a call runs: the call stops instead of running on
+        out = {}
+        t = threading.Thread(target=lambda: out.update(r=post(port, call(sids[0], "import time\ntime.sleep(20)"),
+                                                              {"Mcp-Session-Id": sids[0]})))
+        t.start()
+        time.sleep(1.5)
+        t0 = time.monotonic()
+        assert post(port, None, {"Mcp-Session-Id": sids[0]}, method="DELETE")[0] == 200
+        t.join(30)
+        assert not t.is_alive() and time.monotonic() - t0 < 8, "the call ran on after its session was deleted"
+        # the slot it held is free again: a new MCP session opens
+        st, sid, body = post(port, INIT)
+        assert st == 200 and sid, body
+
+
+def test_http_initialize_as_a_notification_is_refused(server):
+    note = {k: v for k, v in INIT.items() if k != "id"}
+    st, sid, body = post(server, note)
+    assert st == 400 and not sid and b"request" in body, (st, body)
