@@ -162,7 +162,8 @@ typedef struct stream {
 } stream;
 
 /* Reads what is there. Returns true when the stream went over output_max. */
-static bool drain(stream *s, int which, const cr_exec_spec *spec, const cr_sink *sink) {
+static bool drain(stream *s, int which, const cr_exec_spec *spec, const cr_sink *sink,
+                  cr_expect_stream *ex) {
   char buf[65536];
   for (;;) {
     ssize_t n = read(s->fd, buf, sizeof buf);
@@ -177,6 +178,9 @@ static bool drain(stream *s, int which, const cr_exec_spec *spec, const cr_sink 
         s->eof = true;
       return false;
     }
+    /* The whole stream is compared, not the head and tail kept of it. */
+    if (ex)
+      cr_expect_stream_feed(ex, buf, (size_t)n);
     long head = cr_outcap_feed(&s->cap, buf, (size_t)n);
     if (head > 0 && sink && sink->on_output)
       sink->on_output(sink->ctx, which, buf, (size_t)head);
@@ -338,6 +342,9 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
     its.it_value.tv_nsec = 1;
   timerfd_settime(timer, 0, &its, NULL);
 
+  cr_expect_stream expect;
+  if (spec->expected)
+    cr_expect_stream_init(&expect, spec->expected, spec->expected_len);
   bool got_exit = false, setup_failed = false, timed_out = false, flooded = false,
        cancelled = false, killed = false, stop_armed = false, hard_killed = false;
   int pstatus = 0;
@@ -381,12 +388,13 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
       snprintf(fail_text, sizeof fail_text, "%s", e2.msg);
       break;
     }
-    if (i_out >= 0 && pf[i_out].revents && drain(&out, 1, spec, sink) && !killed) {
+    if (i_out >= 0 && pf[i_out].revents &&
+        drain(&out, 1, spec, sink, spec->expected ? &expect : NULL) && !killed) {
       flooded = killed = true;
       flood_stream = 1;
       cr_sb_stop(&sb);
     }
-    if (i_err >= 0 && pf[i_err].revents && drain(&errs, 2, spec, sink) && !killed) {
+    if (i_err >= 0 && pf[i_err].revents && drain(&errs, 2, spec, sink, NULL) && !killed) {
       flooded = killed = true;
       flood_stream = 2;
       cr_sb_stop(&sb);
@@ -502,7 +510,7 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
 
   if (res->status == CR_ST_OK && spec->expected) {
     cr_expect_diff d;
-    if (!cr_expect_match(res->out, res->out_len, spec->expected, spec->expected_len, &d)) {
+    if (!cr_expect_stream_end(&expect, &d)) {
       res->status = CR_ST_WRONG;
       cr_error_info_free(&res->error);
       char *msg = NULL;

@@ -67,30 +67,141 @@ static void put_line(char dst[128], const char *s, size_t n) {
   dst[n] = '\0';
 }
 
+/* ---- streaming ---------------------------------------------------------
+ *
+ * The output's lines are compared with the expected ones as they complete,
+ * byte by byte against the expected line (no copy of the output line is
+ * kept, only its first bytes for the diff). A line's trailing blanks are
+ * held as a count: they matter only if something other than a blank
+ * follows on the same line. Empty output lines may turn out to be trailing
+ * (ignored) or inner (compared): a difference on one stays tentative until
+ * a nonblank line follows. */
+
+static void next_expected(cr_expect_stream *s) {
+  lines le = {.p = s->ep, .end = s->exp_end, .done = s->e_done};
+  s->have_e = lines_next(&le, &s->e, &s->elen);
+  s->ep = le.p;
+  s->e_done = le.done;
+  if (!s->have_e) {
+    s->e = NULL;
+    s->elen = 0;
+  }
+}
+
+static void line_reset(cr_expect_stream *s) {
+  s->p = s->k = 0;
+  s->ok = s->ws_ok = true;
+  s->nonblank = s->any = false;
+  s->plen = 0;
+}
+
+void cr_expect_stream_init(cr_expect_stream *s, const char *exp, size_t exp_len) {
+  memset(s, 0, sizeof *s);
+  lines le;
+  lines_init(&le, exp, exp_len);
+  s->ep = le.p;
+  s->exp_end = le.end;
+  s->e_done = le.done;
+  s->lineno = 1;
+  next_expected(s);
+  s->after_e = s->e;
+  s->after_elen = s->elen;
+  s->after_have = s->have_e;
+  line_reset(s);
+}
+
+static void set_diff(cr_expect_diff *d, size_t line, const cr_expect_stream *s, bool actual_eof) {
+  memset(d, 0, sizeof *d);
+  d->line = line;
+  d->actual_eof = actual_eof;
+  d->expected_eof = !s->have_e;
+  size_t n = s->plen;
+  while (n > 0 && is_blank(s->prefix[n - 1]))
+    n--;
+  if (!actual_eof)
+    put_line(d->actual, s->prefix, n);
+  put_line(d->expected, s->e, s->elen);
+}
+
+static void end_line(cr_expect_stream *s) {
+  bool same = s->have_e && s->ok && s->p == s->elen;
+  if (!s->nonblank) {
+    /* empty (or blank): a difference only if a nonblank line follows */
+    if (!same && !s->tentative) {
+      s->tentative = true;
+      set_diff(&s->tdiff, s->lineno, s, false);
+    }
+  } else {
+    if (s->tentative) {
+      s->diff = s->tdiff;
+      s->failed = true;
+    } else if (!same) {
+      set_diff(&s->diff, s->lineno, s, false);
+      s->failed = true;
+    }
+    s->last_nonblank = s->lineno;
+  }
+  s->lineno++;
+  next_expected(s);
+  if (s->nonblank) {
+    s->after_e = s->e;
+    s->after_elen = s->elen;
+    s->after_have = s->have_e;
+  }
+  line_reset(s);
+}
+
+void cr_expect_stream_feed(cr_expect_stream *s, const char *p, size_t n) {
+  for (size_t i = 0; i < n && !s->failed; i++) {
+    char c = p[i];
+    if (c == '\n') {
+      end_line(s);
+      continue;
+    }
+    s->any = true;
+    if (s->plen < sizeof s->prefix)
+      s->prefix[s->plen++] = c;
+    if (is_blank(c)) {
+      if (s->ok && s->ws_ok && !(s->p + s->k < s->elen && s->e[s->p + s->k] == c))
+        s->ws_ok = false;
+      s->k++;
+      continue;
+    }
+    s->nonblank = true;
+    if (s->ok) {
+      s->ok = s->have_e && s->ws_ok && s->p + s->k < s->elen && s->e[s->p + s->k] == c;
+      if (s->ok) {
+        s->p += s->k + 1;
+        s->k = 0;
+      }
+    }
+  }
+}
+
+bool cr_expect_stream_end(cr_expect_stream *s, cr_expect_diff *diff) {
+  if (!s->failed && s->any)
+    end_line(s); /* a last line without its newline */
+  if (!s->failed && s->after_have) {
+    /* The output's lines (up to its last nonblank one) ended before the
+     * expected ones did. */
+    s->failed = true;
+    memset(&s->diff, 0, sizeof s->diff);
+    s->diff.line = s->last_nonblank + 1;
+    s->diff.actual_eof = true;
+    put_line(s->diff.expected, s->after_e, s->after_elen);
+  }
+  if (s->failed && diff)
+    *diff = s->diff;
+  return !s->failed;
+}
+
 bool cr_expect_match(const char *out, size_t out_len, const char *exp, size_t exp_len,
                      cr_expect_diff *diff) {
-  lines lo, le;
-  lines_init(&lo, out, out_len);
-  lines_init(&le, exp, exp_len);
-  for (size_t lineno = 1;; lineno++) {
-    const char *a = NULL, *e = NULL;
-    size_t alen = 0, elen = 0;
-    bool have_a = lines_next(&lo, &a, &alen);
-    bool have_e = lines_next(&le, &e, &elen);
-    if (!have_a && !have_e)
-      return true;
-    if (have_a && have_e && alen == elen && (alen == 0 || memcmp(a, e, alen) == 0))
-      continue;
-    if (diff) {
-      memset(diff, 0, sizeof *diff);
-      diff->line = lineno;
-      diff->actual_eof = !have_a;
-      diff->expected_eof = !have_e;
-      put_line(diff->actual, a, alen);
-      put_line(diff->expected, e, elen);
-    }
-    return false;
-  }
+  cr_expect_stream s;
+  cr_expect_stream_init(&s, exp, exp_len);
+  if (out)
+    cr_expect_stream_feed(&s, out, out_len);
+  return cr_expect_stream_end(&s, diff);
 }
 
 char *cr_unescape(const char *s, size_t *out_len) {

@@ -335,6 +335,21 @@ def test_expect_ignores_trailing_whitespace(corral, tmp_path):
     assert r["status"] == "ok" and r.rc == 0, r.why()
 
 
+def test_expect_judges_the_whole_output_not_the_kept_part(corral, tmp_path):
+    # Only the head and tail of a long output are kept; the comparison must
+    # see all of it: a right answer stays right, and a wrong line in the
+    # dropped middle is still found.
+    exp = tmp_path / "exp.txt"
+    exp.write_text("".join(f"{i}\n" for i in range(3000)))
+    r = run_corral(["--output-limit", "100", "--expect-file", exp, "-c",
+                    "for i in range(3000): print(i)"])
+    assert r["stdout_truncated"] and r["status"] == "ok", r.why()
+    r = run_corral(["--output-limit", "100", "--expect-file", exp, "-c",
+                    "for i in range(3000): print(i if i != 1500 else 'x')"])
+    assert r["status"] == "wrong_answer" and r.rc == 122, r.why()
+    assert "line 1501" in r["error"]["message"] and '"1500"' in r["error"]["message"], r.why()
+
+
 @pytest.mark.parametrize("expect", ["1 2\\n4", " 1 2\\n3", "1 2\\n3\\n5", "1 2"])
 def test_expect_mismatch_is_wrong_answer(corral, expect):
     r = run_corral(["--expect", expect, "-c", "print('1 2')\nprint(3)"])

@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,7 +58,61 @@ static const ecase cases[] = {
     BAD("a\rb", "a\nb", 1, "a\rb", "a", false, false),       /* a lone \r mid-line is text */
     BAD("a\0b", "a\0c", 1, "a", "a", false, false),          /* NUL inside, cut in C view */
     BAD("ok  \r\nbad  \r\n", "ok\ngood\n", 2, "bad", "good", false, false),
+    OK("x\n\n\t\n", "x"),                      /* trailing blank lines of the output */
+    BAD("x\n\n\nz", "x\nz", 2, "", "z", false, false),  /* inner empty lines count */
+    BAD("x\n \n", "x\n\ny", 2, "", "", true, false),    /* output ends before the expected */
+    BAD("a  b", "a b", 1, "a  b", "a b", false, false),
+    OK("a \tb  ", "a \tb"),
 };
+
+/* The streaming comparison, fed byte by byte, agrees with the whole-text
+ * one on every case, diff included. */
+static void test_stream_byte_by_byte(void **state) {
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const ecase *c = &cases[i];
+    cr_expect_stream es;
+    cr_expect_stream_init(&es, c->exp, c->exp_len);
+    for (size_t k = 0; k < c->out_len; k++)
+      cr_expect_stream_feed(&es, c->out + k, 1);
+    cr_expect_diff d, w;
+    memset(&d, 0, sizeof d);
+    memset(&w, 0, sizeof w);
+    bool m = cr_expect_stream_end(&es, &d);
+    bool mw = cr_expect_match(c->out, c->out_len, c->exp, c->exp_len, &w);
+    if (m != c->match || m != mw)
+      fail_msg("case %zu: streamed %d, whole %d, want %d", i, m, mw, c->match);
+    if (!m && memcmp(&d, &w, sizeof d) != 0)
+      fail_msg("case %zu: the streamed diff differs (line %zu vs %zu)", i, d.line, w.line);
+  }
+}
+
+/* A long output in odd chunks, one wrong line deep inside it. */
+static void test_stream_long_output(void **state) {
+  size_t n = 200000;
+  char *exp = malloc(n * 8), *out = malloc(n * 8);
+  assert_non_null(exp);
+  assert_non_null(out);
+  size_t el = 0, ol = 0;
+  for (size_t i = 0; i < n; i++) {
+    el += (size_t)sprintf(exp + el, "%zu\n", i);
+    ol += (size_t)sprintf(out + ol, i == 123456 ? "x\n" : "%zu\n", i);
+  }
+  cr_expect_stream es;
+  cr_expect_stream_init(&es, exp, el);
+  for (size_t off = 0; off < el; off += 4093)
+    cr_expect_stream_feed(&es, exp + off, el - off < 4093 ? el - off : 4093);
+  assert_true(cr_expect_stream_end(&es, NULL));
+  cr_expect_diff d;
+  cr_expect_stream_init(&es, exp, el);
+  for (size_t off = 0; off < ol; off += 4093)
+    cr_expect_stream_feed(&es, out + off, ol - off < 4093 ? ol - off : 4093);
+  assert_false(cr_expect_stream_end(&es, &d));
+  assert_int_equal(d.line, 123457);
+  assert_string_equal(d.actual, "x");
+  assert_string_equal(d.expected, "123456");
+  free(exp);
+  free(out);
+}
 
 static void test_table(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -211,6 +266,8 @@ static void test_unescape_then_match(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table),
+      cmocka_unit_test(test_stream_byte_by_byte),
+      cmocka_unit_test(test_stream_long_output),
       cmocka_unit_test(test_symmetry),
       cmocka_unit_test(test_long_line_cut),
       cmocka_unit_test(test_many_lines),
