@@ -95,20 +95,23 @@ json_t *cr_mcp_handle(cr_mcp *m, json_t *msg) {
   if (!json_is_string(method))
     return error_response(id, -32600, "Invalid Request: method must be a string");
   const char *meth = json_string_value(method);
+  /* Request or notification is the id's presence alone; a notification is
+   * never answered, not even with an error. */
+  if (!id) {
+    if (strcmp(meth, "notifications/initialized") == 0) {
+      pthread_mutex_lock(&m->lock);
+      m->initialized = true;
+      pthread_mutex_unlock(&m->lock);
+    }
+    return NULL; /* notifications/cancelled and the rest: nothing to do */
+  }
   json_t *params = json_object_get(msg, "params");
   if (params && !json_is_object(params) && !json_is_array(params))
     return error_response(id, -32602, "Invalid params: params must be an object");
-  bool notification = !id;
 
   pthread_mutex_lock(&m->lock);
   json_t *resp = NULL;
-  if (strncmp(meth, "notifications/", 14) == 0) {
-    if (strcmp(meth, "notifications/initialized") == 0)
-      m->initialized = true;
-    resp = NULL; /* notifications/cancelled and the rest: nothing to do */
-  } else if (notification) {
-    resp = NULL; /* a request sent as a notification gets no answer */
-  } else if (strcmp(meth, "initialize") == 0) {
+  if (strcmp(meth, "initialize") == 0) {
     json_t *pv = json_object_get(params, "protocolVersion");
     if (!json_is_string(pv)) {
       resp = error_response(id, -32602, "Invalid params: protocolVersion (a string) is required");

@@ -276,6 +276,10 @@ static const char *mime_of(const char *path) {
   return "application/octet-stream";
 }
 
+static int by_name(const void *x, const void *y) {
+  return strcmp(((const cr_ws_dirent *)x)->name, ((const cr_ws_dirent *)y)->name);
+}
+
 static json_t *tool_files(cr_toolbox *t, const char *name, json_t *args, cr_err *err) {
   json_t *jp = json_object_get(args, "path");
   const char *path = json_is_string(jp) ? json_string_value(jp) : NULL;
@@ -283,7 +287,8 @@ static json_t *tool_files(cr_toolbox *t, const char *name, json_t *args, cr_err 
     cr_fail(err, 0, "path must be a string");
     return NULL;
   }
-  bool top = !path || !*path || strcmp(path, ".") == 0 || strcmp(path, "/workspace") == 0;
+  bool top = !path || !*path || strcmp(path, ".") == 0 || strcmp(path, "./") == 0 ||
+             strcmp(path, "/workspace") == 0 || strcmp(path, "/workspace/") == 0;
   if (path && strncmp(path, "/workspace/", 11) == 0)
     path += 11;
   if (!top && !cr_sb_path_ok(path)) {
@@ -304,13 +309,27 @@ static json_t *tool_files(cr_toolbox *t, const char *name, json_t *args, cr_err 
     int lrc = cr_ws_list_dir(ws, top ? NULL : path, &ents, &nents);
     if (lrc < 0)
       return text_result(true, "cannot list '%s': %s", top ? "/workspace" : path, strerror(-lrc));
+    /* Any number of entries and any bytes in their names (a program made
+     * them): at most 1000 listed, with the count of the rest, and the text
+     * made valid UTF-8 for JSON. */
+    qsort(ents, nents, sizeof *ents, by_name);
     cr_buf b = {0};
-    for (size_t i = 0; i < nents; i++)
+    size_t shown = nents < 1000 ? nents : 1000;
+    for (size_t i = 0; i < shown; i++)
       cr_buf_appendf(&b, "%s%s\t%llu bytes\n", ents[i].name, S_ISDIR(ents[i].mode) ? "/" : "",
                      (unsigned long long)ents[i].size);
+    if (nents > shown)
+      cr_buf_appendf(&b, "(%zu more entries not listed)\n", nents - shown);
     cr_ws_dirents_free(ents, nents);
-    json_t *r = text_result(false, "%s", b.len ? b.data : "(empty)\n");
+    size_t cl = 0;
+    char *clean = cr_utf8_sanitize(b.len ? b.data : "(empty)\n", b.len ? b.len : 8, &cl);
     cr_buf_free(&b);
+    json_t *r = clean ? json_pack("{s:[{s:s, s:s%}], s:b}", "content", "type", "text", "text", clean,
+                                  cl, "isError", false)
+                      : NULL;
+    free(clean);
+    if (!r)
+      cr_fail(err, ENOMEM, "listing files: out of memory");
     return r;
   }
   if (top) {

@@ -59,6 +59,8 @@ def test_stdio_errors_and_keeps_running():
                              "params": {"arguments": {}}}),
                  json.dumps({"jsonrpc": "1.0", "id": 5, "method": "ping"}),
                  json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                 json.dumps({"jsonrpc": "2.0", "method": "notifications/x", "params": 5}),
+                 json.dumps({"jsonrpc": "2.0", "id": 7, "method": "notifications/cancelled"}),
                  json.dumps({"jsonrpc": "2.0", "id": 6, "method": "ping"})])
     by_id = {m.get("id"): m for m in out}
     assert out[0]["result"]["serverInfo"]["name"] == "corral"
@@ -70,7 +72,9 @@ def test_stdio_errors_and_keeps_running():
     assert by_id[3]["error"]["code"] == -32602 and "code" in by_id[3]["error"]["message"]
     assert by_id[4]["error"]["code"] == -32602
     assert by_id[6]["result"] == {}   # still answering after all that
-    assert len(out) == 8               # the notification got no answer
+    # a request (it has an id) named like a notification is still answered
+    assert by_id[7]["error"]["code"] == -32601
+    assert len(out) == 9               # the notifications got no answer, not even for bad params
 
 
 @pytest.mark.parametrize("asked,answered", [("2025-06-18", "2025-06-18"),
@@ -154,3 +158,26 @@ def test_http_initialize_as_a_notification_is_refused(server):
     note = {k: v for k, v in INIT.items() if k != "id"}
     st, sid, body = post(server, note)
     assert st == 400 and not sid and b"request" in body, (st, body)
+
+
+def test_list_files_many_and_odd_names():
+    code = ("import os\nos.makedirs('d')\n"
+            "for i in range(1200): open(f'd/r\u00e9sum\u00e9_{i:04}.txt', 'w').close()\n"
+            "open(b'd/bad\\xff\\xfename', 'w').close()\nprint('made')")
+    out = stdio([json.dumps(INIT),
+                 json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                             "params": {"name": "run_python", "arguments": {"code": code}}}),
+                 json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                             "params": {"name": "list_files", "arguments": {"path": "d"}}}),
+                 json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                             "params": {"name": "list_files", "arguments": {"path": "/workspace/"}}})])
+    by_id = {m.get("id"): m for m in out}
+    assert by_id[2]["result"]["structuredContent"]["stdout"] == "made\n", by_id[2]
+    r = by_id[3]["result"]
+    assert not r["isError"], r
+    text = r["content"][0]["text"]
+    lines = text.splitlines()
+    assert len(lines) == 1001 and lines[-1] == "(201 more entries not listed)", lines[-3:]
+    assert "r\u00e9sum\u00e9_0000.txt\t0 bytes" in lines, lines[:3]
+    top = by_id[4]["result"]
+    assert not top["isError"] and "d/\t" in top["content"][0]["text"], top
