@@ -20,7 +20,8 @@ static int parse_double(const char *s, double *out) {
 }
 
 static int parse_u64(const char *s, uint64_t *out) {
-  if (!s || !*s || *s == '-')
+  /* Digits only: strtoull would skip blanks and accept " -5" as 2^64-5. */
+  if (!s || *s < '0' || *s > '9')
     return -1;
   char *end;
   errno = 0;
@@ -73,7 +74,11 @@ int cr_cli_parse_run(int argc, char **argv, cr_run_opts *o, cr_err *err) {
     uint64_t u;
     double d;
     switch (c) {
-    case 'c': o->code = optarg; break;
+    case 'c':
+      if (o->code)
+        return cr_fail(err, 0, "-c/--code given twice: give the program once");
+      o->code = optarg;
+      break;
     case 'l': o->lang = optarg; break;
     case OPT_JSON: o->json = true; break;
     case OPT_RAW_OUTPUT: o->raw_output = true; break;

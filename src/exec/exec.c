@@ -202,7 +202,9 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
 
   res->language = strdup(rt->name);
   res->timeout_s = spec->timeout_s;
-  res->cpu_s = spec->cpu_s > 0 ? spec->cpu_s : spec->timeout_s;
+  /* RLIMIT_CPU counts whole seconds: the limit enforced is rounded up,
+   * and that is the one reported. */
+  res->cpu_s = ceil(spec->cpu_s > 0 ? spec->cpu_s : spec->timeout_s);
   res->memory_bytes = spec->memory_bytes;
   res->output_bytes = spec->output_limit;
   res->disk_bytes = spec->disk_bytes;

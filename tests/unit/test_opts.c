@@ -92,6 +92,13 @@ static void test_errors(void **state) {
   expect_error(a8, 5, "above 0");
   char *a9[] = {"run", "--stdin", "-", "-", NULL};
   expect_error(a9, 4, "--stdin -");
+  /* strtoull skips blanks and takes a sign: " -5" must not become 2^64-5 */
+  char *a10[] = {"run", "--output-max", " -5", "-c", "x", NULL};
+  expect_error(a10, 5, "--output-max ' -5'");
+  char *a11[] = {"run", "--pids", "+7", "-c", "x", NULL};
+  expect_error(a11, 5, "--pids");
+  char *a12[] = {"run", "-c", "x", "-c", "y", NULL};
+  expect_error(a12, 5, "given twice");
 }
 
 int main(void) {
