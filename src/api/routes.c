@@ -692,8 +692,14 @@ static enum MHD_Result route_execute(cr_api *a, struct MHD_Connection *c, req *r
     return ret;
   }
   json_decref(j);
-  /* Validate the spec fully before taking a slot: bad input is a 400. */
+  /* Validate the spec fully before taking a slot or starting a stream: bad
+   * input is a 400 (also when streaming was asked for); what fails after
+   * this is the server's (500). */
   cr_err err = {0};
+  if (cr_exec_validate(&st->spec, &err) < 0) {
+    stream_free(st);
+    return respond_error(a, c, r, 400, "invalid_request", "%s", err.msg);
+  }
   if (cr_api_acquire(a) < 0) {
     stream_free(st);
     return respond_error(a, c, r, 429, "too_many_requests",
@@ -715,7 +721,7 @@ static enum MHD_Result route_execute(cr_api *a, struct MHD_Connection *c, req *r
   if (rc < 0) {
     stream_free(st);
     cr_result_free(&res);
-    return respond_error(a, c, r, 400, "invalid_request", "%s", err.msg);
+    return respond_error(a, c, r, 500, "internal", "%s", err.msg);
   }
   atomic_fetch_add(&a->m_sandboxes, 1);
   cr_api_count(a, &res, cr_now_s() - t0);

@@ -130,6 +130,11 @@ static int validate(const cr_exec_spec *s, const cr_runtime **rt, cr_err *err) {
   return 0;
 }
 
+int cr_exec_validate(const cr_exec_spec *spec, cr_err *err) {
+  const cr_runtime *rt;
+  return validate(spec, &rt, err);
+}
+
 static double ms_since(const struct timespec *t0) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);

@@ -82,4 +82,10 @@ typedef struct cr_sink {
 
 int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr_err *err);
 
+/* What cr_execute checks of the spec before it starts anything: -1 with a
+ * message that says what to change when the request itself is wrong. A
+ * front end asks first, so that an error of cr_execute after this passed is
+ * the host's (a sandbox that could not start), not the caller's. */
+int cr_exec_validate(const cr_exec_spec *spec, cr_err *err);
+
 #endif

@@ -580,6 +580,12 @@ def test_stream_bad_request_is_a_json_error(srv):
     with srv.stream("/v1/execute", {"code": 5}) as s:
         body = s.body_json()
         check_error(s.status, body, 400, "invalid_request", "a streaming request with code: 5")
+    # found only when the spec is checked as a whole (an input named like
+    # the program): still a 400 before the stream, not a sandbox_error in it
+    with srv.stream("/v1/execute", {"code": "print(1)", "files": {"main.py": b64(b"x")}}) as s:
+        body = s.body_json()
+        check_error(s.status, body, 400, "invalid_request", "a streaming request with files main.py")
+        assert "main.py" in body["error"]["message"], body
 
 
 # --------------------------------------------------------------- disconnects
