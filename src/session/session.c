@@ -59,6 +59,7 @@ struct cr_session {
   int stat_fd;                /* /proc/<driver>/stat, kept open for the driver's life */
   atomic_bool interrupt_req;
   atomic_bool *cur_cancel;    /* the running execution's withdrawal flag (under lock) */
+  bool died_between;          /* the driver exited after its last cell: tell the next one */
 };
 
 void cr_session_opts_init(cr_session_opts *o) {
@@ -674,8 +675,13 @@ static int prepare_cell(cr_session *s, atomic_bool *cancel, cr_err *err) {
       s->broken = true;
       break;
     }
-    if (r == 1 && m.type == CR_CTL_EXIT)
+    if (r == 1 && m.type == CR_CTL_EXIT && s->driver_alive) {
+      /* Between cells (a timer of the program's calling os._exit, a thread
+       * crashing): the next cell runs in a fresh interpreter, and its
+       * result says so. */
       s->driver_alive = false;
+      s->died_between = true;
+    }
     if (r < 0)
       break;
   }
@@ -1013,6 +1019,29 @@ static void run_cell(cr_session *s, const char *code, size_t len, double limit,
     res->out = calloc(1, 1);
   if (!res->err)
     res->err = calloc(1, 1);
+  if (s->died_between && res->err) {
+    /* First in stderr, where a model reads why its variables are gone. */
+    static const char note[] =
+        "[corral: the interpreter exited after the previous cell and was restarted for this "
+        "one: variables and imports are gone, files in /workspace are kept]\n";
+    char *e = malloc(sizeof note - 1 + res->err_len + 1);
+    if (e) {
+      memcpy(e, note, sizeof note - 1);
+      memcpy(e + sizeof note - 1, res->err, res->err_len + 1);
+      free(res->err);
+      res->err = e;
+      res->err_len += sizeof note - 1;
+    }
+    char *h = NULL;
+    if (res->has_error && res->error.hint &&
+        asprintf(&h, "The interpreter had exited after the previous cell and was restarted: "
+                     "variables and imports from earlier cells are gone. %s",
+                 res->error.hint) > 0) {
+      free(res->error.hint);
+      res->error.hint = h;
+    }
+    s->died_between = false;
+  }
 }
 
 /* A hidden cell of an execution's turn: output and result discarded. */

@@ -225,6 +225,17 @@ def test_events_written_in_one_burst_do_not_stall_the_cell(py):
     assert time.monotonic() - t0 < 1.5, f"the cell waited for its time limit: {r['duration_ms']} ms"
 
 
+def test_interpreter_that_exits_between_cells_is_reported(py):
+    r = py.run("keep = 1\nimport threading, os\nthreading.Timer(0.3, os._exit, [0]).start()")
+    assert r["status"] == "ok", r
+    time.sleep(1.2)
+    r = py.run("print(keep)")
+    assert r["status"] == "error" and r["error"]["name"] == "NameError", r
+    assert "restarted" in r["stderr"] and "restarted" in r["error"]["hint"], r
+    r = py.run("print(2)")
+    assert r["status"] == "ok" and "restarted" not in r["stderr"], r
+
+
 def test_memory_limit_restarts_and_keeps_files():
     s = Session("python", "--memory", "128", timeout=10)
     try:
