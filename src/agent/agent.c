@@ -159,9 +159,61 @@ static json_t *call_id(json_t *id, size_t k) {
   return json_sprintf("call_corral_%zu", k);
 }
 
+/* Is this one of the tools the model was offered (the run tools of the
+ * chosen languages)? Others (write_file, reset, another language) are
+ * refused even though the toolbox has them. */
+static bool offered(const cr_agent_opts *o, const char *name) {
+  static const char *const python_only[] = {"python", NULL};
+  if (strncmp(name, "run_", 4) != 0)
+    return false;
+  json_t *defs = cr_tools_list(o->languages ? o->languages : python_only);
+  bool found = false;
+  size_t i;
+  json_t *t;
+  json_array_foreach(defs, i, t) {
+    const char *n = json_string_value(json_object_get(t, "name"));
+    if (n && strcmp(n, name) == 0)
+      found = true;
+  }
+  json_decref(defs);
+  return found;
+}
+
+/* What goes back to the model of one tool result, at most: every result
+ * stays in the conversation, and a few verbose runs would otherwise fill
+ * a model's context (the toolbox keeps 64 KiB per stream). Head and tail,
+ * where the question's answer and the traceback are. */
+#define TOOL_TEXT_MAX (12u << 10)
+
+static char *cap_text(char *t) {
+  size_t n = t ? strlen(t) : 0;
+  if (n <= TOOL_TEXT_MAX)
+    return t;
+  size_t head = TOOL_TEXT_MAX / 3, tail = TOOL_TEXT_MAX - head;
+  /* never cut inside a UTF-8 character */
+  while (head > 0 && ((unsigned char)t[head] & 0xC0) == 0x80)
+    head--;
+  size_t from = n - tail;
+  while (from < n && ((unsigned char)t[from] & 0xC0) == 0x80)
+    from++;
+  char *out = NULL;
+  if (asprintf(&out, "%.*s\n[... %zu bytes of this result left out ...]\n%s", (int)head, t,
+               from - head, t + from) < 0)
+    return t;
+  free(t);
+  return out;
+}
+
 static char *run_tool(run_state *st, const char *name, json_t *args, bool *is_error, bool *quit) {
   cr_err err = {0};
   *is_error = false;
+  if (!offered(st->o, name)) {
+    *is_error = true;
+    char *t = NULL;
+    if (asprintf(&t, "Invalid tool call: '%s' is not one of the tools offered", name) < 0)
+      t = NULL;
+    return t;
+  }
   bool is_run = strncmp(name, "run_", 4) == 0;
   bool was_edited = false;
   if (is_run && (st->o->review || st->o->review_cmd)) {
@@ -229,7 +281,7 @@ static char *run_tool(run_state *st, const char *name, json_t *args, bool *is_er
     }
   }
   json_decref(r);
-  return cr_buf_steal(&text);
+  return cap_text(cr_buf_steal(&text));
 }
 
 /* ---- the two wire formats ------------------------------------------------ */
@@ -274,8 +326,12 @@ int cr_agent_run(const cr_agent_opts *o, const char *question, json_t **transcri
   bool anthropic = strcmp(o->provider, "anthropic") == 0;
   if (!anthropic && strcmp(o->provider, "openai") != 0)
     return cr_fail(err, 0, "unknown provider '%s': use openai or anthropic", o->provider);
-  if (!o->api_key || !*o->api_key)
-    return cr_fail(err, 0, "no API key: set %s (or --api-key)",
+  /* A local OpenAI-compatible server (--base-url) usually takes no key; the
+   * providers' own endpoints always need one. */
+  bool keyless = !anthropic && o->base_url && *o->base_url;
+  if ((!o->api_key || !*o->api_key) && !keyless)
+    return cr_fail(err, 0, "no API key: set %s, or give --base-url for a local server that needs "
+                           "none",
                    anthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY");
   if (!o->model || !*o->model)
     return cr_fail(err, 0, "no model: give --model");
@@ -336,8 +392,9 @@ int cr_agent_run(const cr_agent_opts *o, const char *question, json_t **transcri
     headers[0] = auth;
     headers[1] = "anthropic-version: 2023-06-01";
   } else {
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->api_key);
-    headers[0] = auth;
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->api_key ? o->api_key : "");
+    if (o->api_key && *o->api_key)
+      headers[0] = auth;
     json_array_append_new(messages, json_pack("{s:s, s:s}", "role", "system", "content",
                                               system_prompt));
   }

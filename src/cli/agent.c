@@ -8,6 +8,7 @@
 
 #include "agent/agent.h"
 #include "cli/cli.h"
+#include "runtime/runtime.h"
 
 static const char usage[] =
     "usage: corral agent [options] \"question\"\n"
@@ -60,8 +61,15 @@ int cr_cli_agent(int argc, char **argv) {
       free(langbuf);
       langbuf = strdup(optarg);
       size_t k = 0;
-      for (char *t = strtok(langbuf, ","); t && k < 3; t = strtok(NULL, ","))
+      for (char *t = strtok(langbuf, ","); t && k < 3; t = strtok(NULL, ",")) {
+        if (!cr_runtime_find(t)) {
+          fprintf(stderr, "corral agent: --lang '%s': use python, node or bash (comma "
+                          "separated)\n", t);
+          free(langbuf);
+          return 2;
+        }
         langs[k++] = t;
+      }
       langs[k] = NULL;
       o.languages = langs;
       break;

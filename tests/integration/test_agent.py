@@ -211,6 +211,28 @@ def test_review_cmd_that_stops_reading_is_not_a_crash(make_server):
     assert r.stdout, "no transcript: the agent died of SIGPIPE"
 
 
+def test_only_offered_tools_run_and_results_are_capped(make_server):
+    s = make_server([oa_call("echo hi", "c1", tool="run_bash", arg="command"),
+                     oa_call("x", "c2", tool="write_file", arg="path"),
+                     oa_call("print('a' * 300000)", "c3"),
+                     oa_answer("done")])
+    r = agent(s, "--json", "q")
+    t = json.loads(r.stdout)
+    assert r.returncode == 0, t
+    msgs = tool_msgs(s.requests[3])
+    assert "not one of the tools offered" in msgs[0]["content"], msgs[0]
+    assert "not one of the tools offered" in msgs[1]["content"], msgs[1]
+    assert len(msgs[2]["content"]) < 16000 and "left out" in msgs[2]["content"], len(msgs[2]["content"])
+    assert t["code_attempts"] == 1, t   # only the offered run_python ran
+
+
+def test_local_server_needs_no_key(make_server):
+    s = make_server([oa_answer("hello")])
+    r = agent(s, "--json", "q", key=None)
+    assert r.returncode == 0 and json.loads(r.stdout)["answer"] == "hello", r.stderr
+    assert "Authorization" not in s.requests[0]["headers"], s.requests[0]["headers"]
+
+
 def test_review_cmd_accepts_and_declines(make_server):
     s = make_server([oa_call("print('ran')"), oa_answer("done")])
     r = agent(s, "--json", "--review-cmd", "cat > /dev/null; exit 0", "q")
@@ -224,8 +246,9 @@ def test_review_cmd_accepts_and_declines(make_server):
 
 
 def test_api_errors(make_server):
-    r = agent(make_server([]), "q", key=None)
-    assert r.returncode == 1 and b"no API key" in r.stderr
+    # Anthropic always needs a key (an OpenAI-compatible --base-url may not)
+    r = agent(make_server([]), "q", key=None, provider="anthropic")
+    assert r.returncode == 1 and b"no API key" in r.stderr and b"ANTHROPIC_API_KEY" in r.stderr
     for status, words in ((401, b"check the API key"), (404, b"--model")):
         r = agent(make_server([{"status": status, "json": {"error": {"message": "nope"}}}]), "q")
         assert r.returncode == 1 and words in r.stderr and str(status).encode() in r.stderr, r.stderr
