@@ -14,6 +14,11 @@ struct cr_mcp {
   cr_toolbox *tools;
   pthread_mutex_t lock; /* one message at a time per connection */
   bool initialized;
+  /* the tools/call running now, for notifications/cancelled (which arrive
+   * while lock is held by that call) */
+  pthread_mutex_t cur_lock;
+  json_t *cur_id;
+  bool cur_cancelled;
 };
 
 /* Newest first: a client asking for one of these gets it; any other gets
@@ -38,6 +43,7 @@ cr_mcp *cr_mcp_new(const cr_toolbox_opts *o) {
     return NULL;
   }
   pthread_mutex_init(&m->lock, NULL);
+  pthread_mutex_init(&m->cur_lock, NULL);
   return m;
 }
 
@@ -46,6 +52,8 @@ void cr_mcp_free(cr_mcp *m) {
     return;
   cr_toolbox_free(m->tools);
   pthread_mutex_destroy(&m->lock);
+  pthread_mutex_destroy(&m->cur_lock);
+  json_decref(m->cur_id);
   free(m);
 }
 
@@ -102,8 +110,19 @@ json_t *cr_mcp_handle(cr_mcp *m, json_t *msg) {
       pthread_mutex_lock(&m->lock);
       m->initialized = true;
       pthread_mutex_unlock(&m->lock);
+    } else if (strcmp(meth, "notifications/cancelled") == 0) {
+      /* The client gave up on a call: stop it if it is the one running
+       * (its response is then not sent, as the protocol asks). */
+      json_t *rid = json_object_get(json_object_get(msg, "params"), "requestId");
+      pthread_mutex_lock(&m->cur_lock);
+      bool hit = rid && m->cur_id && json_equal(rid, m->cur_id);
+      if (hit)
+        m->cur_cancelled = true;
+      pthread_mutex_unlock(&m->cur_lock);
+      if (hit)
+        cr_toolbox_interrupt(m->tools);
     }
-    return NULL; /* notifications/cancelled and the rest: nothing to do */
+    return NULL; /* the rest: nothing to do */
   }
   json_t *params = json_object_get(msg, "params");
   if (params && !json_is_object(params) && !json_is_array(params))
@@ -142,7 +161,21 @@ json_t *cr_mcp_handle(cr_mcp *m, json_t *msg) {
       resp = error_response(id, -32602, "Invalid params: name (a string) is required");
     } else {
       cr_err err = {0};
+      pthread_mutex_lock(&m->cur_lock);
+      m->cur_id = json_deep_copy(id);
+      m->cur_cancelled = false;
+      pthread_mutex_unlock(&m->cur_lock);
       json_t *r = cr_toolbox_call(m->tools, json_string_value(name), args, &err);
+      pthread_mutex_lock(&m->cur_lock);
+      bool cancelled = m->cur_cancelled;
+      json_decref(m->cur_id);
+      m->cur_id = NULL;
+      pthread_mutex_unlock(&m->cur_lock);
+      if (cancelled) {
+        json_decref(r);
+        pthread_mutex_unlock(&m->lock);
+        return NULL;
+      }
       if (!r) {
         char emsg[700];
         snprintf(emsg, sizeof emsg, "Invalid params: %s", err.msg);
@@ -165,6 +198,80 @@ json_t *cr_mcp_handle(cr_mcp *m, json_t *msg) {
   return resp;
 }
 
+/* stdio: this thread reads; a worker handles requests in order and writes
+ * the answers. Notifications are handled here at once, so that a
+ * notifications/cancelled reaches a call that is running; at end of input
+ * the running call is stopped and those still queued do not run. */
+typedef struct stdio_q {
+  pthread_mutex_t lock;
+  pthread_cond_t cv;
+  json_t **items; /* messages, or parse-error answers already made */
+  bool *is_answer;
+  size_t n, cap, head;
+  bool eof;
+  cr_mcp *m;
+  int rc;
+} stdio_q;
+
+/* Handles queued messages in order; `wait`: for more until end of input. */
+static void stdio_run(stdio_q *q, bool wait) {
+  for (;;) {
+    pthread_mutex_lock(&q->lock);
+    while (wait && q->head == q->n && !q->eof)
+      pthread_cond_wait(&q->cv, &q->lock);
+    if (q->head == q->n) {
+      pthread_mutex_unlock(&q->lock);
+      return;
+    }
+    json_t *item = q->items[q->head];
+    bool answer = q->is_answer[q->head];
+    q->head++;
+    pthread_mutex_unlock(&q->lock);
+    json_t *resp = answer ? item : cr_mcp_handle(q->m, item);
+    if (!answer)
+      json_decref(item);
+    if (resp && q->rc == 0) {
+      char *s = json_dumps(resp, JSON_COMPACT | JSON_REAL_PRECISION(10));
+      /* one message per line, written whole */
+      if (!s || fputs(s, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) == EOF) {
+        /* Nobody reads the answers any more: what is queued need not run. */
+        q->rc = 1;
+        cr_mcp_shut(q->m);
+      }
+      free(s);
+    }
+    json_decref(resp);
+  }
+}
+
+static void *stdio_worker(void *arg) {
+  stdio_run(arg, true);
+  return NULL;
+}
+
+static void stdio_push(stdio_q *q, json_t *item, bool answer) {
+  pthread_mutex_lock(&q->lock);
+  if (q->n == q->cap) {
+    size_t nc = q->cap ? 2 * q->cap : 16;
+    json_t **ni = realloc(q->items, nc * sizeof *ni);
+    bool *na = ni ? realloc(q->is_answer, nc * sizeof *na) : NULL;
+    if (ni)
+      q->items = ni;
+    if (na)
+      q->is_answer = na;
+    if (!ni || !na) {
+      pthread_mutex_unlock(&q->lock);
+      json_decref(item);
+      return;
+    }
+    q->cap = nc;
+  }
+  q->items[q->n] = item;
+  q->is_answer[q->n++] = answer;
+  pthread_cond_signal(&q->cv);
+  pthread_mutex_unlock(&q->lock);
+}
+
 int cr_mcp_stdio(const cr_toolbox_opts *o) {
   cr_mcp *m = cr_mcp_new(o);
   if (!m) {
@@ -173,10 +280,14 @@ int cr_mcp_stdio(const cr_toolbox_opts *o) {
   }
   signal(SIGPIPE, SIG_IGN);
   fprintf(stderr, "corral mcp: ready (stdio; one JSON-RPC message per line)\n");
+  stdio_q q = {.m = m};
+  pthread_mutex_init(&q.lock, NULL);
+  pthread_cond_init(&q.cv, NULL);
+  pthread_t worker;
+  bool threaded = pthread_create(&worker, NULL, stdio_worker, &q) == 0;
   char *line = NULL;
   size_t cap = 0;
   ssize_t n;
-  int rc = 0;
   while ((n = getline(&line, &cap, stdin)) >= 0) {
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
       line[--n] = '\0';
@@ -184,24 +295,35 @@ int cr_mcp_stdio(const cr_toolbox_opts *o) {
       continue;
     json_error_t je;
     json_t *msg = json_loadb(line, (size_t)n, 0, &je);
-    json_t *resp = msg ? cr_mcp_handle(m, msg) : cr_mcp_parse_error(je.text);
-    json_decref(msg);
-    if (resp) {
-      char *s = json_dumps(resp, JSON_COMPACT | JSON_REAL_PRECISION(10));
-      json_decref(resp);
-      if (s) {
-        /* one message per line, written whole */
-        if (fputs(s, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) == EOF) {
-          free(s);
-          rc = 1;
-          break;
-        }
-        free(s);
-      }
+    if (!msg) {
+      stdio_push(&q, cr_mcp_parse_error(je.text), true);
+    } else if (json_is_object(msg) && !json_object_get(msg, "id") &&
+               json_is_string(json_object_get(msg, "method"))) {
+      cr_mcp_handle(m, msg); /* a notification: never answered */
+      json_decref(msg);
+    } else {
+      stdio_push(&q, msg, false);
     }
+    if (!threaded)
+      stdio_run(&q, false);
   }
   free(line);
+  /* End of input: what was sent before it still runs and is answered (a
+   * script of requests piped in); a client that is gone shows as failing
+   * writes instead (above). */
+  pthread_mutex_lock(&q.lock);
+  q.eof = true;
+  pthread_cond_signal(&q.cv);
+  pthread_mutex_unlock(&q.lock);
+  if (threaded)
+    pthread_join(worker, NULL);
+  else
+    stdio_run(&q, false);
+  free(q.items);
+  free(q.is_answer);
+  pthread_mutex_destroy(&q.lock);
+  pthread_cond_destroy(&q.cv);
   cr_mcp_free(m);
   fprintf(stderr, "corral mcp: input closed, sessions closed\n");
-  return rc;
+  return q.rc;
 }

@@ -78,6 +78,14 @@ static cr_session *session_for(cr_toolbox *t, int i, cr_err *err) {
   return fresh;
 }
 
+void cr_toolbox_interrupt(cr_toolbox *t) {
+  for (int i = 0; i < 3; i++) {
+    cr_session *s = t->sess[i];
+    if (s)
+      cr_session_interrupt(s);
+  }
+}
+
 void cr_toolbox_shut(cr_toolbox *t) {
   atomic_store(&t->shut, true);
   for (int i = 0; i < 3; i++) {

@@ -29,6 +29,8 @@ void cr_toolbox_free(cr_toolbox *t);
 /* Ends what runs and refuses what comes (any thread): every session's
  * running cell is interrupted, queued and later calls do not run. */
 void cr_toolbox_shut(cr_toolbox *t);
+/* Interrupts the running call, if any (any thread); later calls run. */
+void cr_toolbox_interrupt(cr_toolbox *t);
 
 /* The tool definitions: [{name, title, description, inputSchema,
  * outputSchema}] (new reference). `languages` limits the run_* tools

@@ -181,3 +181,31 @@ def test_list_files_many_and_odd_names():
     assert "r\u00e9sum\u00e9_0000.txt\t0 bytes" in lines, lines[:3]
     top = by_id[4]["result"]
     assert not top["isError"] and "d/\t" in top["content"][0]["text"], top
+
+
+def test_stdio_cancelled_call_stops_and_is_not_answered():
+    p = subprocess.Popen([corral_path(), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        def send(m):
+            p.stdin.write((json.dumps(m) + "\n").encode())
+            p.stdin.flush()
+        send(INIT)
+        first = json.loads(p.stdout.readline())
+        assert first["id"] == 1, first
+        send(call(None, "import time\nprint('start', flush=True)\ntime.sleep(30)", cid=5))
+        time.sleep(1.5)
+        t0 = time.monotonic()
+        send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+              "params": {"requestId": 5, "reason": "user pressed stop"}})
+        send({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+              "params": {"name": "run_python", "arguments": {"code": "print('next')"}}})
+        nxt = json.loads(p.stdout.readline())
+        took = time.monotonic() - t0
+        assert nxt["id"] == 6, f"the cancelled call was answered: {nxt}"
+        assert nxt["result"]["structuredContent"]["stdout"] == "next\n", nxt
+        assert took < 10, f"the cancelled call ran on for {took:.1f} s"
+    finally:
+        p.stdin.close()
+        p.wait(30)
+    assert p.returncode == 0
