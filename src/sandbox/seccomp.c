@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -202,12 +203,21 @@ static int build(struct sock_fprog *out, char *msg, size_t msg_size) {
    * vsock (reaches the hypervisor), AF_ALG (kernel crypto surface) and
    * AF_KEY fall to the default. */
   {
-    static const int fams[] = {AF_UNIX, AF_INET, AF_INET6};
-    for (size_t i = 0; i < sizeof fams / sizeof *fams; i++) {
-      struct scmp_arg_cmp a[] = {SCMP_A0(SCMP_CMP_EQ, (uint64_t)fams[i])};
-      if ((rc = add_rule(ctx, SCMP_ACT_ALLOW, "socket", 1, a)) < 0)
-        goto fail;
-    }
+    /* ...and within them the protocols programs use (0 = the type's
+     * default, TCP, UDP, ICMP for ping sockets): MPTCP, SCTP, UDP-Lite and
+     * the like are kernel surface no program here needs. */
+    static const int fams[] = {AF_INET, AF_INET6};
+    static const int protos[] = {0, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ICMP, IPPROTO_ICMPV6};
+    for (size_t i = 0; i < sizeof fams / sizeof *fams; i++)
+      for (size_t k = 0; k < sizeof protos / sizeof *protos; k++) {
+        struct scmp_arg_cmp a[] = {SCMP_A0(SCMP_CMP_EQ, (uint64_t)fams[i]),
+                                   SCMP_A2(SCMP_CMP_EQ, (uint64_t)protos[k])};
+        if ((rc = add_rule(ctx, SCMP_ACT_ALLOW, "socket", 2, a)) < 0)
+          goto fail;
+      }
+    struct scmp_arg_cmp ux[] = {SCMP_A0(SCMP_CMP_EQ, AF_UNIX), SCMP_A2(SCMP_CMP_EQ, 0)};
+    if ((rc = add_rule(ctx, SCMP_ACT_ALLOW, "socket", 2, ux)) < 0)
+      goto fail;
     struct scmp_arg_cmp nl[] = {SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
                                 SCMP_A2(SCMP_CMP_EQ, NETLINK_ROUTE)};
     if ((rc = add_rule(ctx, SCMP_ACT_ALLOW, "socket", 2, nl)) < 0)
