@@ -389,7 +389,15 @@ typedef struct py_exc {
   size_t start; /* first line of its block (traceback header or File line) */
   span name, msg;
   span loc;     /* 'File "...", line N' of the innermost frame, if any */
+  span user_loc; /* the innermost frame in the program's own code, if any */
 } py_exc;
+
+/* A frame in an installed library or the interpreter, not the program's
+ * own code ("/workspace/x.py", "<string>", "<cell-3>", "<stdin>"). */
+static bool py_library_frame(span loc) {
+  return sp_starts(loc, "File \"/usr/") || sp_has(loc, "-packages/") ||
+         sp_starts(loc, "File \"<frozen");
+}
 
 /* "pkg.mod.Name: message" or a bare "Name". */
 static bool py_exc_line(span l, span *name, span *msg) {
@@ -443,7 +451,7 @@ static void py_locate(const lines *t, py_exc *e) {
   memset(e, 0, sizeof *e);
   bool in_block = false, ignored = false, pending_ignore = false, group = false;
   size_t start = 0;
-  span loc = {NULL, 0};
+  span loc = {NULL, 0}, user_loc = {NULL, 0};
   for (size_t i = 0; i < t->n; i++) {
     span l = t->v[i];
     /* An exception group draws its top level behind "  | ". */
@@ -459,13 +467,17 @@ static void py_locate(const lines *t, py_exc *e) {
       in_block = true;
       start = i;
       loc = sp_sub(l, 0, 0);
+      user_loc = sp_sub(l, 0, 0);
       /* What Python prints after "Exception ignored in" happened during
        * cleanup and did not make the program fail. */
       ignored = pending_ignore;
       pending_ignore = false;
     }
-    if (frame)
+    if (frame) {
       loc = py_frame_loc(l);
+      if (loc.n && !py_library_frame(loc))
+        user_loc = loc;
+    }
     if (header || frame || l.n == 0 || is_space(l.s[0]))
       continue;
     if (sp_starts(l, "Exception ignored in")) {
@@ -484,6 +496,7 @@ static void py_locate(const lines *t, py_exc *e) {
       e->name = name;
       e->msg = msg;
       e->loc = loc;
+      e->user_loc = user_loc;
     }
     ignored = false;
   }
@@ -611,6 +624,12 @@ static int py_classify(const lines *t, const py_exc *e, span installed, cr_error
                 "directory), so list it and fix the path.");
   } else if (sp_eq(base, "RecursionError")) {
     sb_addf(&h, "The recursion went too deep; use an iterative algorithm or a smaller input.");
+  } else if (e->loc.n && e->user_loc.n && e->user_loc.s != e->loc.s) {
+    /* Raised inside a library: where the program called into it is what
+     * to fix. */
+    sb_addf(&h, "Read the traceback: the error was raised inside a library, called from the "
+                "program at %.*s; fix the call or the data it passed.",
+            (int)e->user_loc.n, e->user_loc.s);
   } else if (e->loc.n) {
     sb_addf(&h, "Read the traceback (the error was raised at %.*s) and fix the code.",
             (int)e->loc.n, e->loc.s);

@@ -919,6 +919,34 @@ static void hint_lacks(const cr_error_info *e, const char *needle) {
 
 /* -------------------------------------------------------------- python --- */
 
+/* raised deep in pandas, called from the program's line 4 */
+static const char py_library_keyerror[] =
+    "Traceback (most recent call last):\n"
+    "  File \"/usr/lib/python3/dist-packages/pandas/core/indexes/base.py\", line 3802, in get_loc\n"
+    "    return self._engine.get_loc(casted_key)\n"
+    "KeyError: 'b'\n"
+    "\n"
+    "The above exception was the direct cause of the following exception:\n"
+    "\n"
+    "Traceback (most recent call last):\n"
+    "  File \"/workspace/main.py\", line 5, in <module>\n"
+    "    f(df)\n"
+    "  File \"/workspace/main.py\", line 4, in f\n"
+    "    return d[\"b\"]\n"
+    "  File \"/usr/lib/python3/dist-packages/pandas/core/frame.py\", line 3807, in __getitem__\n"
+    "    indexer = self.columns.get_loc(key)\n"
+    "  File \"/usr/lib/python3/dist-packages/pandas/core/indexes/base.py\", line 3804, in get_loc\n"
+    "    raise KeyError(key) from err\n"
+    "KeyError: 'b'\n";
+
+static void test_py_error_in_a_library_names_the_programs_line(void **state) {
+  cr_error_info e = run("python", TEXT(py_library_keyerror), 1, 0, NULL);
+  expect(&e, CR_CAT_RUNTIME, "KeyError", "'b'", true);
+  hint_has(&e, "inside a library");
+  hint_has(&e, "File \"/workspace/main.py\", line 4");
+  cr_error_info_free(&e);
+}
+
 static void test_py_module_not_found(void **state) {
   cr_error_info e = run("python", TEXT(py_module), 1, 0, installed_py);
   expect(&e, CR_CAT_MODULE, "ModuleNotFoundError", "No module named 'sklearn'", true);
@@ -1571,6 +1599,7 @@ int main(void) {
       cmocka_unit_test(test_node_esm_package_missing),
       cmocka_unit_test(test_node_scoped_and_relative_modules),
       cmocka_unit_test(test_node_syntax_error),
+      cmocka_unit_test(test_py_error_in_a_library_names_the_programs_line),
       cmocka_unit_test(test_node_json_parse_is_about_the_data),
       cmocka_unit_test(test_node_reference_and_type_errors),
       cmocka_unit_test(test_node_other_error_classes),
