@@ -465,6 +465,21 @@ static void *oneshot_worker(void *arg) {
   return NULL;
 }
 
+/* A session execution takes its server slot when its turn comes (see
+ * cr_exec_extras.on_turn). */
+typedef struct turn_slot {
+  cr_api *a;
+  bool held;
+} turn_slot;
+
+static int take_slot_on_turn(void *ctx, cr_err *err) {
+  turn_slot *t = ctx;
+  if (cr_api_acquire(t->a) < 0)
+    return cr_fail(err, 0, "too many executions running and waiting: retry later");
+  t->held = true;
+  return 0;
+}
+
 static void *session_worker(void *arg) {
   stream *st = arg;
   cr_api *a = st->a;
@@ -477,9 +492,12 @@ static void *session_worker(void *arg) {
                               (json_int_t)st->exec_count));
   /* E2B's env_vars are set and restored in the cell's own turn: no other
    * request's cell sees them. */
+  turn_slot slot = {.a = a};
   cr_exec_extras x = {.cancel = &st->withdrawn,
                       .before = st->env_set ? st->env_set[0] : NULL,
-                      .after = st->env_set ? st->env_set[1] : NULL};
+                      .after = st->env_set ? st->env_set[1] : NULL,
+                      .on_turn = take_slot_on_turn,
+                      .turn_ctx = &slot};
   int erc = cr_session_execute_ex(st->sess, st->code, st->code_len, st->timeout_s, &sink, &x,
                                   &res, &err);
   if (erc < 0) {
@@ -488,7 +506,8 @@ static void *session_worker(void *arg) {
     res.has_error = cr_error_for_limit(CR_CAT_SANDBOX, err.msg, &res.error) == 0;
   }
   cr_mgr_touch(a->mgr, st->sess);
-  cr_api_release(a);
+  if (slot.held)
+    cr_api_release(a);
   finish_result(a, st, &res, t0, "session");
   cr_result_free(&res);
   cr_mgr_release(a->mgr, st->sess);
@@ -1078,10 +1097,6 @@ static enum MHD_Result route_session_execute(cr_api *a, struct MHD_Connection *c
     cr_session *s = cr_mgr_get(a->mgr, id, r->caller, &err);
     if (!s) {
       ret = respond_error(a, c, r, 404, "not_found", "%s", err.msg);
-    } else if (cr_api_acquire(a) < 0) {
-      cr_mgr_release(a->mgr, s);
-      ret = respond_error(a, c, r, 429, "too_many_requests",
-                          "too many executions running and waiting: retry later");
     } else if (want_stream(a, c)) {
       stream *st = stream_new(a, c, r->caller);
       st->sess = s;
@@ -1092,12 +1107,19 @@ static enum MHD_Result route_session_execute(cr_api *a, struct MHD_Connection *c
     } else {
       double t0 = cr_now_s();
       cr_result res;
-      int rc = cr_session_execute(s, json_string_value(code), json_string_length(code),
-                                  json_is_number(t) ? json_number_value(t) : 0, NULL, &res, &err);
-      cr_api_release(a);
+      turn_slot slot = {.a = a};
+      cr_exec_extras x = {.on_turn = take_slot_on_turn, .turn_ctx = &slot};
+      int rc = cr_session_execute_ex(s, json_string_value(code), json_string_length(code),
+                                     json_is_number(t) ? json_number_value(t) : 0, NULL, &x, &res,
+                                     &err);
+      if (slot.held)
+        cr_api_release(a);
       cr_mgr_touch(a->mgr, s);
       cr_mgr_release(a->mgr, s);
-      if (rc < 0 && err.errnum == ESHUTDOWN) {
+      if (rc < 0 && err.errnum == EAGAIN) {
+        cr_result_free(&res);
+        ret = respond_error(a, c, r, 429, "too_many_requests", "%s", err.msg);
+      } else if (rc < 0 && err.errnum == ESHUTDOWN) {
         cr_result_free(&res);
         ret = respond_error(a, c, r, 409, "session_closed", "%s", err.msg);
       } else if (rc < 0) {
@@ -2078,11 +2100,6 @@ static enum MHD_Result e2b_execute(cr_api *a, struct MHD_Connection *c, req *r) 
     snprintf(msg, sizeof msg, "Context %.40s not found", id);
     json_decref(j);
     return e2b_text(a, c, r, 404, msg);
-  }
-  if (cr_api_acquire(a) < 0) {
-    cr_mgr_release(a->mgr, s);
-    json_decref(j);
-    return e2b_text(a, c, r, 429, "too many executions running: retry later");
   }
   stream *st = stream_new(a, c, r->caller);
   st->e2b = true;

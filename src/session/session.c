@@ -1081,6 +1081,9 @@ int cr_session_execute_ex(cr_session *s, const char *code, size_t len, double ti
   /* Withdrawn while waiting: nothing of it runs, not even its hidden cells. */
   if (cancel && atomic_load(cancel)) {
     rc = withdrawn_before_run(err);
+  } else if (x && x->on_turn && x->on_turn(x->turn_ctx, err) < 0) {
+    err->errnum = EAGAIN;
+    rc = -1;
   } else {
     if (x && x->before && !shut_now(s))
       hidden_cell(s, x->before);

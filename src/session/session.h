@@ -74,6 +74,12 @@ typedef struct cr_exec_extras {
    * execution can run in between. Their output is discarded; `after` runs
    * even when the code failed or was interrupted. */
   const char *before, *after;
+  /* Called when the execution's turn has come, before anything of it runs
+   * (a server takes its execution slot here, so that requests queued on a
+   * busy session hold none); a negative return: it does not run (-1,
+   * errnum EAGAIN, with the message the callback put in err). */
+  int (*on_turn)(void *ctx, cr_err *err);
+  void *turn_ctx;
 } cr_exec_extras;
 
 int cr_session_execute_ex(cr_session *s, const char *code, size_t len, double timeout_s,

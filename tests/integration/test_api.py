@@ -1084,6 +1084,34 @@ def test_too_many_requests(narrow_srv):
     assert rej and sum(count(samples, f) for f in rej) >= 1, (rej, types)
 
 
+def test_requests_queued_on_one_session_hold_no_slots(narrow_srv):
+    # One execution at a time, a queue of one: two cells on one session,
+    # the second waiting for the first, must not take the queue from another
+    # client's one-shot run (a session runs one cell at a time anyway).
+    s = narrow_srv
+    sid = s.open_session()["id"]
+    out = {}
+    try:
+        def cell(name, code):
+            out[name] = s.post(f"/v1/sessions/{sid}/execute", {"code": code}, timeout=60)
+        t1 = threading.Thread(target=cell, args=("a", "import time\ntime.sleep(2)\nprint('a')"))
+        t1.start()
+        time.sleep(0.7)
+        t2 = threading.Thread(target=cell, args=("b", "print('b')"))
+        t2.start()
+        time.sleep(0.5)                    # b waits for the session's turn, not for a slot
+        st, _, r = s.post("/v1/execute", {"code": "print('c')"}, timeout=60)
+        assert st == 200 and r["stdout"] == "c\n", \
+            f"a request queued on a busy session held the server's queue: {st} {r!r:.300}"
+        t1.join(30)
+        t2.join(30)
+        for name in ("a", "b"):
+            st, _, r = out[name]
+            assert st == 200 and r["stdout"] == f"{name}\n", (name, st, r)
+    finally:
+        s.delete(f"/v1/sessions/{sid}")
+
+
 def test_max_sessions(narrow_srv):
     s = narrow_srv
     ids = [s.open_session()["id"] for _ in range(2)]
