@@ -465,20 +465,16 @@ static void *oneshot_worker(void *arg) {
   return NULL;
 }
 
-/* A session execution takes its server slot when its turn comes (see
- * cr_exec_extras.on_turn). */
-typedef struct turn_slot {
-  cr_api *a;
-  bool held;
-} turn_slot;
-
+/* A session execution holds a server slot for its turn on the session
+ * only (cr_exec_extras.on_turn, on_turn_end): requests queued behind a busy
+ * session hold none, and the slot is back before the next cell's turn. */
 static int take_slot_on_turn(void *ctx, cr_err *err) {
-  turn_slot *t = ctx;
-  if (cr_api_acquire(t->a) < 0)
+  if (cr_api_acquire(ctx) < 0)
     return cr_fail(err, 0, "too many executions running and waiting: retry later");
-  t->held = true;
   return 0;
 }
+
+static void give_slot_on_turn_end(void *ctx) { cr_api_release(ctx); }
 
 static void *session_worker(void *arg) {
   stream *st = arg;
@@ -492,12 +488,12 @@ static void *session_worker(void *arg) {
                               (json_int_t)st->exec_count));
   /* E2B's env_vars are set and restored in the cell's own turn: no other
    * request's cell sees them. */
-  turn_slot slot = {.a = a};
   cr_exec_extras x = {.cancel = &st->withdrawn,
                       .before = st->env_set ? st->env_set[0] : NULL,
                       .after = st->env_set ? st->env_set[1] : NULL,
                       .on_turn = take_slot_on_turn,
-                      .turn_ctx = &slot};
+                      .on_turn_end = give_slot_on_turn_end,
+                      .turn_ctx = a};
   int erc = cr_session_execute_ex(st->sess, st->code, st->code_len, st->timeout_s, &sink, &x,
                                   &res, &err);
   if (erc < 0) {
@@ -506,8 +502,6 @@ static void *session_worker(void *arg) {
     res.has_error = cr_error_for_limit(CR_CAT_SANDBOX, err.msg, &res.error) == 0;
   }
   cr_mgr_touch(a->mgr, st->sess);
-  if (slot.held)
-    cr_api_release(a);
   finish_result(a, st, &res, t0, "session");
   cr_result_free(&res);
   cr_mgr_release(a->mgr, st->sess);
@@ -1107,13 +1101,11 @@ static enum MHD_Result route_session_execute(cr_api *a, struct MHD_Connection *c
     } else {
       double t0 = cr_now_s();
       cr_result res;
-      turn_slot slot = {.a = a};
-      cr_exec_extras x = {.on_turn = take_slot_on_turn, .turn_ctx = &slot};
+      cr_exec_extras x = {
+          .on_turn = take_slot_on_turn, .on_turn_end = give_slot_on_turn_end, .turn_ctx = a};
       int rc = cr_session_execute_ex(s, json_string_value(code), json_string_length(code),
                                      json_is_number(t) ? json_number_value(t) : 0, NULL, &x, &res,
                                      &err);
-      if (slot.held)
-        cr_api_release(a);
       cr_mgr_touch(a->mgr, s);
       cr_mgr_release(a->mgr, s);
       if (rc < 0 && err.errnum == EAGAIN) {

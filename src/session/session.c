@@ -1078,6 +1078,7 @@ int cr_session_execute_ex(cr_session *s, const char *code, size_t len, double ti
   s->cur_cancel = cancel;
   pthread_mutex_unlock(&s->lock);
   int rc = 0;
+  bool turned = false;
   /* Withdrawn while waiting: nothing of it runs, not even its hidden cells. */
   if (cancel && atomic_load(cancel)) {
     rc = withdrawn_before_run(err);
@@ -1085,6 +1086,7 @@ int cr_session_execute_ex(cr_session *s, const char *code, size_t len, double ti
     err->errnum = EAGAIN;
     rc = -1;
   } else {
+    turned = x && x->on_turn;
     if (x && x->before && !shut_now(s))
       hidden_cell(s, x->before);
     rc = prepare_cell(s, cancel, err);
@@ -1100,6 +1102,8 @@ int cr_session_execute_ex(cr_session *s, const char *code, size_t len, double ti
   pthread_mutex_lock(&s->lock);
   s->cur_cancel = NULL;
   pthread_mutex_unlock(&s->lock);
+  if (turned && x->on_turn_end)
+    x->on_turn_end(x->turn_ctx);
   end_turn(s);
   return rc;
 }

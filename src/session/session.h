@@ -79,6 +79,11 @@ typedef struct cr_exec_extras {
    * busy session hold none); a negative return: it does not run (-1,
    * errnum EAGAIN, with the message the callback put in err). */
   int (*on_turn)(void *ctx, cr_err *err);
+  /* Called when on_turn succeeded, at the end of the turn, before the next
+   * execution's turn can start (the server gives its slot back here: given
+   * back after the turn, the next cell of the same session would find it
+   * still held and could be refused). */
+  void (*on_turn_end)(void *ctx);
   void *turn_ctx;
 } cr_exec_extras;
 

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +168,89 @@ static void test_concurrent_executions_queue(void **state) {
     pthread_join(th[i], NULL);
   run(s, "sorted(log)", &r);
   assert_string_equal(main_text(&r), "[0, 1, 2, 3, 4, 5, 6, 7]");
+  cr_result_free(&r);
+  cr_session_close(s);
+}
+
+/* A one-slot "server" for the turn callbacks: on_turn refuses when the
+ * slot is taken (as a full server queue does). */
+typedef struct one_slot {
+  atomic_int busy, taken, given, refused;
+} one_slot;
+
+static int slot_take(void *ctx, cr_err *err) {
+  one_slot *o = ctx;
+  if (atomic_exchange(&o->busy, 1)) {
+    atomic_fetch_add(&o->refused, 1);
+    return cr_fail(err, 0, "slot taken");
+  }
+  atomic_fetch_add(&o->taken, 1);
+  return 0;
+}
+
+static void slot_give(void *ctx) {
+  one_slot *o = ctx;
+  atomic_fetch_add(&o->given, 1);
+  atomic_store(&o->busy, 0);
+}
+
+typedef struct turn_arg {
+  cr_session *s;
+  one_slot *slot;
+  const char *code;
+  int rc, errnum;
+} turn_arg;
+
+static void *run_with_slot(void *p) {
+  turn_arg *t = p;
+  cr_exec_extras x = {.on_turn = slot_take, .on_turn_end = slot_give, .turn_ctx = t->slot};
+  cr_result r;
+  cr_err err = {0};
+  t->rc = cr_session_execute_ex(t->s, t->code, strlen(t->code), 0, NULL, &x, &r, &err);
+  t->errnum = err.errnum;
+  cr_result_free(&r);
+  return NULL;
+}
+
+/* The slot an execution takes at its turn is given back inside that turn,
+ * before the next execution queued on the session gets its own: the second
+ * cell never finds the first's slot still held. A refused turn runs
+ * nothing and gives back nothing. */
+static void test_turn_slot_given_back_before_next_turn(void **state) {
+  (void)state;
+  cr_session *s = open_python();
+  one_slot slot = {0};
+  cr_result r;
+  run(s, "n = 0", &r);
+  cr_result_free(&r);
+  for (int round = 0; round < 5; round++) {
+    turn_arg t[2] = {{s, &slot, "import time; time.sleep(0.3); n += 1", 0, 0},
+                     {s, &slot, "n += 1", 0, 0}};
+    pthread_t th[2];
+    pthread_create(&th[0], NULL, run_with_slot, &t[0]);
+    usleep(100000); /* the first holds the turn; the second waits for it */
+    pthread_create(&th[1], NULL, run_with_slot, &t[1]);
+    for (int i = 0; i < 2; i++)
+      pthread_join(th[i], NULL);
+    assert_int_equal(t[0].rc, 0);
+    assert_int_equal(t[1].rc, 0);
+  }
+  assert_int_equal(atomic_load(&slot.refused), 0);
+  assert_int_equal(atomic_load(&slot.taken), 10);
+  assert_int_equal(atomic_load(&slot.given), 10);
+  run(s, "n", &r);
+  assert_string_equal(main_text(&r), "10");
+  cr_result_free(&r);
+
+  /* Refused: nothing runs, EAGAIN, the slot is not given back. */
+  atomic_store(&slot.busy, 1);
+  turn_arg t = {s, &slot, "n = -1", 0, 0};
+  run_with_slot(&t);
+  assert_int_equal(t.rc, -1);
+  assert_int_equal(t.errnum, EAGAIN);
+  assert_int_equal(atomic_load(&slot.given), 10);
+  run(s, "n", &r);
+  assert_string_equal(main_text(&r), "10");
   cr_result_free(&r);
   cr_session_close(s);
 }
@@ -356,6 +440,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_state_and_errors),
       cmocka_unit_test(test_concurrent_executions_queue),
+      cmocka_unit_test(test_turn_slot_given_back_before_next_turn),
       cmocka_unit_test(test_manager_ttl_and_max),
       cmocka_unit_test(test_fifty_sessions_leave_nothing),
       cmocka_unit_test(test_live_sandboxes_have_distinct_uids),
