@@ -1,7 +1,10 @@
 #include "agent/agent.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,10 @@ static const char budget_msg[] =
     "[corral: the code-execution budget is spent. Do not call tools again: give your best "
     "answer now with what you have.]";
 
+static const char refused_after_budget_msg[] =
+    "Not run: the code-execution budget is spent. Do not call tools again: answer the question "
+    "now in plain text with what you have, and say what is uncertain.";
+
 void cr_agent_opts_init(cr_agent_opts *o) {
   memset(o, 0, sizeof *o);
   o->provider = "openai";
@@ -42,6 +49,9 @@ typedef struct run_state {
   json_t *executions;
   int code_attempts, failures;
   bool budget_spent;
+  /* Tool calls after the budget was spent were refused once, with a
+   * request to answer: a second round of them ends the run unanswered. */
+  bool refused_after_budget;
 } run_state;
 
 /* ---- review ----------------------------------------------------------- */
@@ -59,6 +69,7 @@ static char *edit_code(const char *code) {
   const char *ed = getenv("EDITOR") && *getenv("EDITOR") ? getenv("EDITOR") : "vi";
   pid_t pid = ok ? fork() : -1;
   if (pid == 0) {
+    signal(SIGPIPE, SIG_DFL); /* the agent ignores it; the editor must not inherit that */
     int tty = open("/dev/tty", O_RDWR);
     if (tty >= 0) {
       dup2(tty, 0);
@@ -91,36 +102,79 @@ static char *edit_code(const char *code) {
 static int review(const cr_agent_opts *o, const char *code, cr_buf *note, char **edited) {
   if (o->review_cmd) {
     int in[2], out[2];
-    if (pipe(in) < 0 || pipe(out) < 0)
+    if (pipe2(in, O_CLOEXEC) < 0) {
+      cr_buf_appendf(note, "the review command could not be started: %s", strerror(errno));
       return 0;
+    }
+    if (pipe2(out, O_CLOEXEC) < 0) {
+      cr_buf_appendf(note, "the review command could not be started: %s", strerror(errno));
+      close(in[0]);
+      close(in[1]);
+      return 0;
+    }
     pid_t pid = fork();
     if (pid == 0) {
+      signal(SIGPIPE, SIG_DFL); /* the agent ignores it; the reviewer must not inherit that */
       dup2(in[0], 0);
       dup2(out[1], 1);
       dup2(out[1], 2);
-      close(in[1]);
-      close(out[0]);
       execl("/bin/sh", "sh", "-c", o->review_cmd, (char *)NULL);
       _exit(127);
     }
     close(in[0]);
     close(out[1]);
-    size_t len = strlen(code);
-    for (size_t off = 0; off < len;) {
-      ssize_t w = write(in[1], code + off, len - off);
-      if (w <= 0)
-        break;
-      off += (size_t)w;
+    if (pid < 0) {
+      /* Not reviewed is not approved: the code does not run. */
+      cr_buf_appendf(note, "the review command could not be started: %s", strerror(errno));
+      close(in[1]);
+      close(out[0]);
+      return 0;
     }
-    close(in[1]);
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(out[0], buf, sizeof buf)) > 0)
-      if (note->len < 4096)
-        cr_buf_append(note, buf, (size_t)n);
+    /* Write the code and read the reviewer's words at once: a reviewer that
+     * echoes what it reads (cat) would otherwise fill its output pipe while
+     * we still write, and both would wait for ever. */
+    size_t len = strlen(code), off = 0;
+    int wfd = in[1];
+    if (len == 0) {
+      close(wfd);
+      wfd = -1;
+    }
+    fcntl(out[0], F_SETFL, O_NONBLOCK);
+    if (wfd >= 0)
+      fcntl(wfd, F_SETFL, O_NONBLOCK);
+    for (;;) {
+      struct pollfd p[2] = {{.fd = out[0], .events = POLLIN}, {.fd = wfd, .events = POLLOUT}};
+      if (poll(p, wfd >= 0 ? 2 : 1, -1) < 0) {
+        if (errno == EINTR)
+          continue;
+        break;
+      }
+      if (wfd >= 0 && (p[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
+        ssize_t w = write(wfd, code + off, len - off);
+        if (w > 0)
+          off += (size_t)w;
+        if ((w < 0 && errno != EAGAIN && errno != EINTR) || off == len) {
+          close(wfd); /* done, or the reviewer stopped reading (EPIPE) */
+          wfd = -1;
+        }
+      }
+      if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+        char buf[4096];
+        ssize_t n = read(out[0], buf, sizeof buf);
+        if (n > 0) {
+          if (note->len < 4096)
+            cr_buf_append(note, buf, (size_t)n);
+        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+          break; /* the reviewer closed its output: it is done */
+        }
+      }
+    }
+    if (wfd >= 0)
+      close(wfd);
     close(out[0]);
     int st = 0;
-    waitpid(pid, &st, 0);
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+      ;
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 1 : 0;
   }
   FILE *tty = fopen("/dev/tty", "r+");
@@ -150,13 +204,28 @@ static int review(const cr_agent_opts *o, const char *code, cr_buf *note, char *
   return 0;
 }
 
-/* Runs one tool call; returns the text for the model and whether it failed. */
-/* A tool call's id as the model sent it, or one made up when it sent none
- * (the result must name the call it answers). */
-static json_t *call_id(json_t *id, size_t k) {
+/* A tool call's id as the model sent it, or one made up when it sent none.
+ * A made-up id is written into the call itself (`call`, the object the
+ * conversation keeps), since the result must name a call the history has:
+ * strict APIs refuse a tool result whose id no earlier call carries. The
+ * turn is in it so that ids stay unique across the conversation. */
+static json_t *call_id(json_t *call, int turn, size_t k) {
+  json_t *id = json_object_get(call, "id");
   if (json_is_string(id) && json_string_length(id) > 0)
     return json_incref(id);
-  return json_sprintf("call_corral_%zu", k);
+  id = json_sprintf("call_corral_%d_%zu", turn, k);
+  if (json_is_object(call))
+    json_object_set(call, "id", id);
+  return id;
+}
+
+/* Has the reply any text besides white space? A reply of blanks answers
+ * nothing. */
+static bool has_text(const cr_buf *b) {
+  for (size_t i = 0; i < b->len; i++)
+    if (!isspace((unsigned char)b->data[i]))
+      return true;
+  return false;
 }
 
 /* Is this one of the tools the model was offered (the run tools of the
@@ -448,8 +517,7 @@ int cr_agent_run(const cr_agent_opts *o, const char *question, json_t **transcri
             cr_buf_appendf(&text, "%s", json_string_value(json_object_get(b, "text")));
           else if (ty && strcmp(ty, "tool_use") == 0)
             json_array_append_new(calls, json_pack("{s:o, s:O?, s:O?}", "id",
-                                                   call_id(json_object_get(b, "id"),
-                                                           json_array_size(calls)),
+                                                   call_id(b, turns, json_array_size(calls)),
                                                    "name", json_object_get(b, "name"), "args",
                                                    json_object_get(b, "input")));
         }
@@ -473,7 +541,7 @@ int cr_agent_run(const cr_agent_opts *o, const char *question, json_t **transcri
           const char *a = json_string_value(json_object_get(fn, "arguments"));
           json_t *args = a ? json_loads(a, 0, &je) : NULL;
           json_array_append_new(calls, json_pack("{s:o, s:O?, s:o}", "id",
-                                                 call_id(json_object_get(tc, "id"), i), "name",
+                                                 call_id(tc, turns, i), "name",
                                                  json_object_get(fn, "name"), "args",
                                                  args ? args : json_object()));
         }
@@ -491,18 +559,25 @@ int cr_agent_run(const cr_agent_opts *o, const char *question, json_t **transcri
       cr_buf_free(&text);
       break;
     }
-    if (json_array_size(calls) == 0 || st.budget_spent) {
-      /* No tool call (or no more allowed): this is the answer, if there is
-       * one. A reply of tool calls only, or of nothing, is not an answer:
-       * exit 0 promises the model answered. */
+    if (json_array_size(calls) > 0 && st.budget_spent && st.refused_after_budget) {
+      /* Asked twice to answer without tools and calling them again: the
+       * text beside the calls ("Let me compute.") is not an answer, and
+       * exit 0 promises one. */
       json_decref(calls);
-      if (text.len == 0) {
-        snprintf(errmsg, sizeof errmsg, "%s",
-                 st.budget_spent
-                     ? "the failure budget is spent and the model's last reply was tool calls, "
-                       "not an answer (raise --max-failures, or ask for a simpler task)"
-                     : "the model replied with neither text nor a tool call");
-        stop = st.budget_spent ? "budget_spent" : "empty_reply";
+      cr_buf_free(&text);
+      snprintf(errmsg, sizeof errmsg,
+               "the failure budget is spent and the model kept calling tools instead of "
+               "answering (raise --max-code-attempts, or ask for a simpler task)");
+      stop = "budget_spent";
+      break;
+    }
+    if (json_array_size(calls) == 0) {
+      /* No tool call: this is the answer, if there is one. A reply of
+       * nothing (or of blanks) is not an answer: exit 0 promises one. */
+      json_decref(calls);
+      if (!has_text(&text)) {
+        snprintf(errmsg, sizeof errmsg, "the model replied with neither text nor a tool call");
+        stop = "empty_reply";
         cr_buf_free(&text);
         break;
       }
@@ -517,10 +592,16 @@ int cr_agent_run(const cr_agent_opts *o, const char *question, json_t **transcri
     json_t *results = json_array();
     size_t i;
     json_t *call;
+    /* Calls after the budget was spent are answered, not run: every call
+     * needs its result, and the model gets one more turn to answer. */
+    bool refuse = st.budget_spent;
+    st.refused_after_budget = refuse;
     json_array_foreach(calls, i, call) {
-      bool is_error = false;
+      bool is_error = refuse;
       const char *name = json_string_value(json_object_get(call, "name"));
-      char *out = run_tool(&st, name ? name : "", json_object_get(call, "args"), &is_error, &quit);
+      char *out = refuse ? strdup(refused_after_budget_msg)
+                         : run_tool(&st, name ? name : "", json_object_get(call, "args"),
+                                    &is_error, &quit);
       json_t *id = json_object_get(call, "id");
       if (anthropic)
         json_array_append_new(results, json_pack("{s:s, s:O, s:s, s:b}", "type", "tool_result",

@@ -1,4 +1,5 @@
 /* corral agent: the self-debugging loop from the command line. */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
@@ -71,6 +72,12 @@ int cr_cli_agent(int argc, char **argv) {
         langs[k++] = t;
       }
       langs[k] = NULL;
+      if (k == 0) {
+        fprintf(stderr, "corral agent: --lang '%s' names no language: use python, node or "
+                        "bash (comma separated)\n", optarg);
+        free(langbuf);
+        return 2;
+      }
       o.languages = langs;
       break;
     }
@@ -163,5 +170,12 @@ int cr_cli_agent(int argc, char **argv) {
     fprintf(stderr, "corral agent: %s\n", err.msg);
   json_decref(t);
   free(langbuf);
+  /* SIGPIPE is ignored: an answer that could not be written (stdout closed,
+   * disk full) must not look like success. */
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "corral agent: writing the %s to stdout failed: %s\n",
+            json ? "transcript" : "answer", strerror(errno));
+    return 1;
+  }
   return rc < 0 ? 1 : 0;
 }

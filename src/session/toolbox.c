@@ -195,21 +195,40 @@ json_t *cr_tools_list(const char *const *languages) {
 
 /* ---- results ------------------------------------------------------------- */
 
+/* The program's bytes for a reader of C strings: a NUL byte is written
+ * as the two characters \0. Left raw, it would end the text there for
+ * every consumer that takes it as a string (jansson's "s", strlen), and
+ * a program could hide its own traceback, status and error that way. */
+static void append_visible(cr_buf *b, const char *p, size_t n) {
+  for (size_t i = 0; i < n;) {
+    const char *z = memchr(p + i, '\0', n - i);
+    size_t run = z ? (size_t)(z - (p + i)) : n - i;
+    cr_buf_append(b, p + i, run);
+    i += run;
+    if (z) {
+      cr_buf_append(b, "\\0", 2);
+      i++;
+    }
+  }
+}
+
 char *cr_tool_result_text(const cr_result *r) {
   cr_buf b = {0};
   if (r->out_len) {
-    cr_buf_append(&b, r->out, r->out_len);
+    append_visible(&b, r->out, r->out_len);
     if (r->out[r->out_len - 1] != '\n')
       cr_buf_append(&b, "\n", 1);
   }
   for (size_t i = 0; i < r->nresults; i++) {
     json_t *t = json_object_get(r->results[i].mime, "text/plain");
-    if (r->results[i].main && json_is_string(t))
-      cr_buf_appendf(&b, "%s\n", json_string_value(t));
+    if (r->results[i].main && json_is_string(t)) {
+      append_visible(&b, json_string_value(t), json_string_length(t));
+      cr_buf_append(&b, "\n", 1);
+    }
   }
   if (r->err_len) {
     cr_buf_appendf(&b, "[stderr]\n");
-    cr_buf_append(&b, r->err, r->err_len);
+    append_visible(&b, r->err, r->err_len);
     if (r->err[r->err_len - 1] != '\n')
       cr_buf_append(&b, "\n", 1);
   }

@@ -179,29 +179,119 @@ def test_budget_exhaustion(make_server):
     assert t["code_attempts"] == 3
 
 
-def test_no_answer_is_not_success(make_server):
-    # After the budget is spent the model replies with tool calls only: no
-    # answer, so not exit 0.
+def test_calls_after_the_budget_are_refused_once_then_end_the_run(make_server):
+    # Spent budget, then a reply of preamble text plus a tool call (what
+    # Anthropic's models send): the text is not the answer. The call is
+    # answered "not run" and the model gets one more turn.
+    fail3 = [an_call("1/0", "t1"), an_call("undefined_x", "t2"), an_call("[][1]", "t3")]
+    s = make_server(fail3 + [an_call("print(1)", "t4"), an_answer("I could not compute it.")])
+    r = agent(s, "--json", "q", provider="anthropic")
+    t = json.loads(r.stdout)
+    assert r.returncode == 0 and t["answer"] == "I could not compute it." \
+        and t["stop_reason"] == "budget_spent", t
+    assert t["code_attempts"] == 3, t           # the fourth call did not run
+    refused = s.requests[4]["body"]["messages"][-1]["content"][0]
+    assert refused["tool_use_id"] == "t4" and refused["is_error"] is True \
+        and "Not run" in refused["content"], refused
+    # Calling tools again after that: no answer, exit 1, not "Let me compute."
+    s = make_server(fail3 + [an_call("print(1)", "t4"), an_call("print(2)", "t5")])
+    r = agent(s, "--json", "q", provider="anthropic")
+    t = json.loads(r.stdout)
+    assert r.returncode == 1 and t["stop_reason"] == "budget_spent" and t["answer"] is None \
+        and "--max-code-attempts" in t["error"], t
+    assert t["code_attempts"] == 3, t
+    # OpenAI: text next to the calls is not taken as the answer either.
+    talky = oa_call("print(1)", "c4")
+    talky["json"]["choices"][0]["message"]["content"] = "Let me try"
     s = make_server([oa_call("1/0", "c1"), oa_call("undefined_x", "c2"), oa_call("[][1]", "c3"),
-                     oa_call("print(1)", "c4")])
+                     talky, talky])
     r = agent(s, "--json", "q")
     t = json.loads(r.stdout)
-    assert r.returncode == 1 and t["stop_reason"] == "budget_spent" and t["error"], t
-    # An empty reply is not an answer either.
-    r = agent(make_server([oa_answer("")]), "--json", "q")
-    t = json.loads(r.stdout)
-    assert r.returncode == 1 and t["stop_reason"] == "empty_reply", t
+    assert r.returncode == 1 and t["stop_reason"] == "budget_spent" and t["answer"] is None \
+        and "--max-code-attempts" in t["error"], t
+
+
+def test_empty_or_blank_reply_is_not_an_answer(make_server):
+    for text in ("", "  \n "):
+        r = agent(make_server([oa_answer(text)]), "--json", "q")
+        t = json.loads(r.stdout)
+        assert r.returncode == 1 and t["stop_reason"] == "empty_reply", (text, t)
 
 
 def test_tool_call_without_id_still_runs(make_server):
-    call = oa_call("print(6 * 7)")
-    del call["json"]["choices"][0]["message"]["tool_calls"][0]["id"]
-    s = make_server([call, oa_answer("42")])
+    # A made-up id must be in the conversation's call too (strict APIs refuse
+    # a result naming a call the history does not have), unique per turn.
+    for provider in ("openai", "anthropic"):
+        if provider == "openai":
+            calls = [oa_call("print(6 * 7)"), oa_call("print(7 * 6)")]
+            for c in calls:
+                del c["json"]["choices"][0]["message"]["tool_calls"][0]["id"]
+            s = make_server(calls + [oa_answer("42")])
+        else:
+            calls = [an_call("print(6 * 7)"), an_call("print(7 * 6)")]
+            for c in calls:
+                del c["json"]["content"][1]["id"]
+            s = make_server(calls + [an_answer("42")])
+        r = agent(s, "--json", "q", provider=provider)
+        t = json.loads(r.stdout)
+        assert r.returncode == 0 and t["code_attempts"] == 2 \
+            and t["executions"][0]["stdout"] == "42\n", (provider, t)
+        msgs = s.requests[2]["body"]["messages"]
+        if provider == "openai":
+            call_ids = [tc["id"] for m in msgs if m["role"] == "assistant" for tc in m["tool_calls"]]
+            result_ids = [m["tool_call_id"] for m in msgs if m["role"] == "tool"]
+        else:
+            call_ids = [b["id"] for m in msgs if m["role"] == "assistant"
+                        for b in m["content"] if b["type"] == "tool_use"]
+            result_ids = [b["tool_use_id"] for m in msgs if m["role"] == "user"
+                          and isinstance(m["content"], list) for b in m["content"]]
+        assert len(call_ids) == 2 and call_ids == result_ids and len(set(call_ids)) == 2, \
+            (provider, call_ids, result_ids)
+
+
+def test_nul_bytes_do_not_hide_the_rest_of_a_result(make_server):
+    s = make_server([oa_call("import sys\nsys.stdout.write('a\\0b\\n')\n1/0"), oa_answer("done")])
     r = agent(s, "--json", "q")
+    assert r.returncode == 0, r.stderr
+    content = tool_msgs(s.requests[1])[0]["content"]
+    assert "a\\0b" in content and "ZeroDivisionError" in content and "[status: error" in content, content
+
+
+def test_review_cmd_that_echoes_a_large_program_does_not_hang(make_server):
+    # cat writes back what it reads: more than a pipe holds, both ways.
+    code = "x = 1\n" + "# padding\n" * 30000 + "print('ran')"
+    s = make_server([oa_call(code), oa_answer("done")])
+    r = agent(s, "--json", "--review-cmd", "cat", "q", timeout=60)
     t = json.loads(r.stdout)
-    assert r.returncode == 0 and t["code_attempts"] == 1 and t["executions"][0]["stdout"] == "42\n", t
-    msgs = tool_msgs(s.requests[1])
-    assert msgs and msgs[0]["tool_call_id"], msgs
+    assert r.returncode == 0 and t["executions"][0]["stdout"] == "ran\n", t
+
+
+def test_review_cmd_gets_default_sigpipe(make_server):
+    # The agent ignores SIGPIPE for itself; a reviewer must not inherit that
+    # (it approves here only when SIGPIPE is at its default).
+    s = make_server([oa_call("print('ran')"), oa_answer("done")])
+    # (the shell's own SigIgn: python would ignore SIGPIPE by itself)
+    check = ("cat >/dev/null; v=$(grep SigIgn /proc/$$/status); "
+             "exec /usr/bin/python3 -c 'import sys; sys.exit(int(sys.argv[1].split()[1], 16) & 0x1000 != 0)' \"$v\"")
+    r = agent(s, "--json", "--review-cmd", check, "q")
+    t = json.loads(r.stdout)
+    assert t["executions"] and t["executions"][0]["stdout"] == "ran\n", t
+
+
+def test_bad_lang_and_closed_stdout(make_server):
+    for bad in ("", ","):
+        r = agent(make_server([]), "--lang", bad, "q")
+        assert r.returncode == 2 and b"names no language" in r.stderr, r.stderr
+    # stdout closed: the answer cannot be written, so not exit 0
+    rd, wr = os.pipe()
+    os.close(rd)
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+    s = make_server([oa_answer("42")])
+    p = subprocess.run([corral_path(), "agent", "--model", "m1", "--base-url",
+                        f"http://127.0.0.1:{s.port}/v1", "q"], stdout=wr, stderr=subprocess.PIPE,
+                       env=env, timeout=60)
+    os.close(wr)
+    assert p.returncode == 1 and b"stdout failed" in p.stderr, p
 
 
 def test_review_cmd_that_stops_reading_is_not_a_crash(make_server):
