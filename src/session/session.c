@@ -207,6 +207,8 @@ static void kill_driver(cr_session *s) {
   s->driver_alive = false;
 }
 
+static bool shut_now(cr_session *s);
+
 /* Makes an interpreter ready: the one place that starts a driver, first in
  * a new sandbox, later (restart, crash, OOM) in the same sandbox. A warm,
  * pre-imported parent that forks the driver would replace the body of this
@@ -283,7 +285,7 @@ static int driver_start(cr_session *s, cr_err *err) {
   /* Wait for the sandbox (first time) and the driver's "ready". */
   bool spawned = first;
   double deadline = cr_now_s() + READY_TIMEOUT_S;
-  bool ready = false, ev_eof = false, exited = false;
+  bool ready = false, ev_eof = false, exited = false, wake_seen = false;
   cr_buf early_err = {0};
   while (!ready) {
     double left = deadline - cr_now_s();
@@ -291,14 +293,28 @@ static int driver_start(cr_session *s, cr_err *err) {
       cr_fail(err, 0, "the %s driver did not start within %g s", s->rt->name, READY_TIMEOUT_S);
       break;
     }
-    struct pollfd pf[3] = {{.fd = s->ev_r, .events = POLLIN},
+    /* A close must not wait for a driver that hangs at start (up to the
+     * ready timeout and the kill after it): the wake eventfd says a close
+     * or an interrupt came. An interrupt is left pending for the cell (it
+     * is not drained); the close is then looked for every 100 ms. */
+    if (shut_now(s)) {
+      cr_fail(err, 0, "the session was closed while its %s driver was starting", s->rt->name);
+      err->errnum = ESHUTDOWN;
+      break;
+    }
+    if (wake_seen && left > 0.1)
+      left = 0.1;
+    struct pollfd pf[4] = {{.fd = s->ev_r, .events = POLLIN},
                            {.fd = s->sb.ctl_fd, .events = POLLIN},
-                           {.fd = s->err_r, .events = POLLIN}};
-    int n = poll(pf, 3, (int)(left * 1000) + 1);
+                           {.fd = s->err_r, .events = POLLIN},
+                           {.fd = wake_seen ? -1 : s->wake_fd, .events = POLLIN}};
+    int n = poll(pf, 4, (int)(left * 1000) + 1);
     if (n < 0 && errno != EINTR) {
       cr_fail(err, errno, "waiting for the driver");
       break;
     }
+    if (pf[3].revents)
+      wake_seen = true;
     if (pf[2].revents) {
       char tmp[4096];
       ssize_t r;
@@ -521,6 +537,18 @@ static int withdrawn_before_run(cr_err *err) {
   return -1;
 }
 
+/* Raises the interrupt for the execution holding the turn. Called with
+ * s->lock held: the execution that was seen to hold the turn cannot end
+ * and hand its turn on before the request is raised, so a late interrupt
+ * is always stale by the time the next execution clears stale ones
+ * (prepare_cell), never a stop of someone else's cell. */
+static void raise_interrupt_locked(cr_session *s) {
+  atomic_store(&s->interrupt_req, true);
+  uint64_t one = 1;
+  ssize_t w = write(s->wake_fd, &one, sizeof one);
+  (void)w;
+}
+
 void cr_session_cancel(cr_session *s, atomic_bool *cancel) {
   if (!cancel)
     return;
@@ -528,26 +556,17 @@ void cr_session_cancel(cr_session *s, atomic_bool *cancel) {
    * before it runs; one that already runs is found under the lock. */
   atomic_store(cancel, true);
   pthread_mutex_lock(&s->lock);
-  bool mine = s->busy && s->cur_cancel == cancel;
+  if (s->busy && s->cur_cancel == cancel)
+    raise_interrupt_locked(s);
   pthread_mutex_unlock(&s->lock);
-  if (mine) {
-    atomic_store(&s->interrupt_req, true);
-    uint64_t one = 1;
-    ssize_t w = write(s->wake_fd, &one, sizeof one);
-    (void)w;
-  }
 }
 
 bool cr_session_interrupt(cr_session *s) {
   pthread_mutex_lock(&s->lock);
   bool busy = s->busy;
+  if (busy)
+    raise_interrupt_locked(s);
   pthread_mutex_unlock(&s->lock);
-  if (busy) {
-    atomic_store(&s->interrupt_req, true);
-    uint64_t one = 1;
-    ssize_t w = write(s->wake_fd, &one, sizeof one);
-    (void)w;
-  }
   return busy;
 }
 
@@ -655,9 +674,11 @@ static void set_limit_error(cr_result *res, cr_category cat, const char *detail,
 }
 
 /* With the turn held, before a cell: the sandbox is usable, a driver is
- * up, stale interrupts are cleared. -1 (err set) when the cell must not run;
- * `cancel` (may be NULL) is the caller's withdrawal flag. */
-static int prepare_cell(cr_session *s, atomic_bool *cancel, cr_err *err) {
+ * up, stale interrupts are cleared (when `clear`: the first cell of a turn;
+ * the user's cell after a hidden `before` cell keeps what came in the
+ * turn). -1 (err set) when the cell must not run; `cancel` (may be NULL)
+ * is the caller's withdrawal flag. */
+static int prepare_cell(cr_session *s, atomic_bool *cancel, bool clear, cr_err *err) {
   if (shut_now(s))
     return closed_before_run(err);
   if (s->broken)
@@ -689,10 +710,12 @@ static int prepare_cell(cr_session *s, atomic_bool *cancel, cr_err *err) {
     return cr_fail(err, 0, "the session's sandbox is gone: close it and open a new one");
   if (!s->driver_alive && driver_start(s, err) < 0)
     return -1;
-  atomic_store(&s->interrupt_req, false);
-  uint64_t drop;
-  while (read(s->wake_fd, &drop, sizeof drop) > 0)
-    ;
+  if (clear) {
+    atomic_store(&s->interrupt_req, false);
+    uint64_t drop;
+    while (read(s->wake_fd, &drop, sizeof drop) > 0)
+      ;
+  }
   /* A close or a withdrawal that came while the driver (re)started: its
    * interrupt was just cleared, so it is honoured here, before anything
    * runs. */
@@ -704,9 +727,13 @@ static int prepare_cell(cr_session *s, atomic_bool *cancel, cr_err *err) {
 }
 
 /* Runs one cell; the turn is held and prepare_cell succeeded. Everything is
- * a result from here on. */
+ * a result from here on. A `hidden` cell (an execution's `before`/`after`)
+ * is not stopped by interrupts, only by a close: they belong to the user's
+ * cell, and an interrupted restore would leave E2B's env_vars set for
+ * every later cell. It leaves them pending for the user's cell and does
+ * not take the "interpreter exited" note meant for that cell. */
 static void run_cell(cr_session *s, const char *code, size_t len, double limit,
-                     const cr_sink *sink, cr_result *res) {
+                     const cr_sink *sink, cr_result *res, bool hidden) {
   uint64_t drop;
   res->language = strdup(s->rt->name);
   res->timeout_s = limit;
@@ -741,11 +768,20 @@ static void run_cell(cr_session *s, const char *code, size_t len, double limit,
   int bash_exit = -1;
   bool done = false, died = false, timed_out = false, interrupted = false, flooded = false,
        sent_int = false, killed = false, ev_eof = false, out_eof = false, err_eof = false,
-       malformed = false, more_events = false;
+       malformed = false, more_events = false, wake_deferred = false;
   size_t rich_bytes = 0;
   int died_status = 0;
 
-  if (send_request(s, "execute", id, code, len, limit) < 0) {
+  if (!hidden && atomic_exchange(&s->interrupt_req, false)) {
+    /* Interrupted before it was sent (during its hidden `before` cell, or
+     * just now): it does not run at all. Sent, it would reach a driver not
+     * yet running it, which ignores a SIGINT between cells; the grace
+     * period would then end in a kill and the session's state. */
+    while (read(s->wake_fd, &drop, sizeof drop) > 0)
+      ;
+    interrupted = done = true;
+    done_status = "interrupted";
+  } else if (send_request(s, "execute", id, code, len, limit) < 0) {
     died = true; /* the driver's request pipe is closed: it is gone */
   }
   while (!done && !died) {
@@ -753,7 +789,8 @@ static void run_cell(cr_session *s, const char *code, size_t len, double limit,
         {.fd = out_eof ? -1 : s->out_r, .events = POLLIN},
         {.fd = err_eof ? -1 : s->err_r, .events = POLLIN},
         {.fd = ev_eof ? -1 : s->ev_r, .events = POLLIN}, {.fd = s->sb.ctl_fd, .events = POLLIN},
-        {.fd = tfd, .events = POLLIN},      {.fd = s->wake_fd, .events = POLLIN},
+        {.fd = tfd, .events = POLLIN},
+        {.fd = wake_deferred ? -1 : s->wake_fd, .events = POLLIN},
     };
     /* Frames already read but not handled (the budget below ran out) make
      * no pipe readable: look again at once instead of sleeping on them. */
@@ -812,9 +849,13 @@ static void run_cell(cr_session *s, const char *code, size_t len, double limit,
       }
       more_events = budget < 0;
       if (budget >= 0 && r < 0 && !killed) {
-        /* A malformed frame: the driver cannot be trusted to go on. */
+        /* A malformed frame: the driver cannot be trusted to go on. Its
+         * exit is waited for as after any kill: 5 s, then the sandbox is
+         * given up (the cell's own timer must not turn this into a
+         * timeout). */
         cr_sb_signal(&s->sb, SIGKILL, &e2);
         killed = malformed = true;
+        arm(tfd, 5);
       }
     }
     if (pf[3].revents) {
@@ -828,7 +869,7 @@ static void run_cell(cr_session *s, const char *code, size_t len, double limit,
         s->broken = true;
       }
     }
-    if (over && !flooded) {
+    if (over && !flooded && !done) {
       flooded = true;
       if (!sent_int) {
         cr_sb_signal(&s->sb, SIGINT, &e2);
@@ -838,7 +879,10 @@ static void run_cell(cr_session *s, const char *code, size_t len, double limit,
     }
     /* A cell that is done is past its limits: a timer or an interrupt in
      * the same wakeup must not signal the driver between cells. */
-    if (!done && pf[5].revents && atomic_exchange(&s->interrupt_req, false)) {
+    if (hidden && pf[5].revents && !shut_now(s)) {
+      /* Not for a hidden cell: left pending for the user's cell. */
+      wake_deferred = true;
+    } else if (!done && pf[5].revents && atomic_exchange(&s->interrupt_req, false)) {
       while (read(s->wake_fd, &drop, sizeof drop) > 0)
         ;
       interrupted = true;
@@ -1019,7 +1063,7 @@ static void run_cell(cr_session *s, const char *code, size_t len, double limit,
     res->out = calloc(1, 1);
   if (!res->err)
     res->err = calloc(1, 1);
-  if (s->died_between && res->err) {
+  if (s->died_between && !hidden && res->err) {
     /* First in stderr, where a model reads why its variables are gone. */
     static const char note[] =
         "[corral: the interpreter exited after the previous cell and was restarted for this "
@@ -1045,12 +1089,12 @@ static void run_cell(cr_session *s, const char *code, size_t len, double limit,
 }
 
 /* A hidden cell of an execution's turn: output and result discarded. */
-static void hidden_cell(cr_session *s, const char *code) {
+static void hidden_cell(cr_session *s, const char *code, bool clear) {
   cr_err e;
   cr_result r;
   cr_result_init(&r);
-  if (prepare_cell(s, NULL, &e) == 0)
-    run_cell(s, code, strlen(code), 10, NULL, &r);
+  if (prepare_cell(s, NULL, clear, &e) == 0)
+    run_cell(s, code, strlen(code), 10, NULL, &r, true);
   cr_result_free(&r);
 }
 
@@ -1079,25 +1123,33 @@ int cr_session_execute_ex(cr_session *s, const char *code, size_t len, double ti
   pthread_mutex_unlock(&s->lock);
   int rc = 0;
   bool turned = false;
-  /* Withdrawn while waiting: nothing of it runs, not even its hidden cells. */
-  if (cancel && atomic_load(cancel)) {
+  /* Closed or withdrawn while waiting: nothing of it runs, not even its
+   * hidden cells, and it takes no server slot. Checked again once the
+   * slot is had: waiting for it can take long. */
+  if (shut_now(s)) {
+    rc = closed_before_run(err);
+  } else if (cancel && atomic_load(cancel)) {
     rc = withdrawn_before_run(err);
   } else if (x && x->on_turn && x->on_turn(x->turn_ctx, err) < 0) {
     err->errnum = EAGAIN;
     rc = -1;
+  } else if ((turned = x && x->on_turn) && shut_now(s)) {
+    rc = closed_before_run(err);
+  } else if (cancel && atomic_load(cancel)) {
+    rc = withdrawn_before_run(err);
   } else {
-    turned = x && x->on_turn;
-    if (x && x->before && !shut_now(s))
-      hidden_cell(s, x->before);
-    rc = prepare_cell(s, cancel, err);
+    bool before = x && x->before && !shut_now(s);
+    if (before)
+      hidden_cell(s, x->before, true);
+    rc = prepare_cell(s, cancel, !before, err);
     if (rc == 0)
-      run_cell(s, code, len, limit, sink, res);
+      run_cell(s, code, len, limit, sink, res, false);
     /* The restore must not be interrupted by a late withdrawal. */
     pthread_mutex_lock(&s->lock);
     s->cur_cancel = NULL;
     pthread_mutex_unlock(&s->lock);
     if (x && x->after && !shut_now(s))
-      hidden_cell(s, x->after);
+      hidden_cell(s, x->after, false);
   }
   pthread_mutex_lock(&s->lock);
   s->cur_cancel = NULL;
@@ -1126,6 +1178,9 @@ int cr_session_restart(cr_session *s, cr_err *err) {
       rc = cr_fail(err, 0, "the session's sandbox ended during the restart");
     else
       rc = driver_start(s, err);
+    /* Asked for: the next cell needs no note that the interpreter exited. */
+    if (rc == 0)
+      s->died_between = false;
   }
   end_turn(s);
   return rc;
