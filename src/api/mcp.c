@@ -1,6 +1,8 @@
 #include "api/mcp.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +21,25 @@ struct cr_mcp {
   pthread_mutex_t cur_lock;
   json_t *cur_id;
   bool cur_cancelled;
+  atomic_bool cur_flag; /* the running call's withdrawal flag */
+  /* Cancels of requests not started yet (still queued behind another call,
+   * or their POST not handled yet): such a call is dropped when it comes.
+   * Request ids are unique within an MCP session, so a stale entry matches
+   * nothing; the ring bounds what a client can make us keep. */
+  json_t *early_cancels[32];
+  size_t early_next;
+  /* a server's slot hooks for runs (cr_mcp_set_slots) */
+  int (*take)(void *ctx, cr_err *err);
+  void (*give)(void *ctx);
+  void *slot_ctx;
 };
+
+void cr_mcp_set_slots(cr_mcp *m, int (*take)(void *ctx, cr_err *err), void (*give)(void *ctx),
+                      void *ctx) {
+  m->take = take;
+  m->give = give;
+  m->slot_ctx = ctx;
+}
 
 /* Newest first: a client asking for one of these gets it; any other gets
  * the newest. */
@@ -54,7 +74,21 @@ void cr_mcp_free(cr_mcp *m) {
   pthread_mutex_destroy(&m->lock);
   pthread_mutex_destroy(&m->cur_lock);
   json_decref(m->cur_id);
+  for (size_t i = 0; i < sizeof m->early_cancels / sizeof *m->early_cancels; i++)
+    json_decref(m->early_cancels[i]);
   free(m);
+}
+
+/* Under cur_lock: was this request cancelled before it started? (The entry
+ * is used up.) */
+static bool take_early_cancel(cr_mcp *m, json_t *id) {
+  for (size_t i = 0; i < sizeof m->early_cancels / sizeof *m->early_cancels; i++)
+    if (m->early_cancels[i] && json_equal(m->early_cancels[i], id)) {
+      json_decref(m->early_cancels[i]);
+      m->early_cancels[i] = NULL;
+      return true;
+    }
+  return false;
 }
 
 static json_t *error_response(json_t *id, int code, const char *msg) {
@@ -82,9 +116,11 @@ void cr_mcp_shut(cr_mcp *m) {
     cr_toolbox_shut(m->tools);
 }
 
-bool cr_mcp_runs_code(json_t *msg) { return cr_mcp_is(msg, "tools/call"); }
+json_t *cr_mcp_handle(cr_mcp *m, json_t *msg) { return cr_mcp_handle_ex(m, msg, NULL); }
 
-json_t *cr_mcp_handle(cr_mcp *m, json_t *msg) {
+json_t *cr_mcp_handle_ex(cr_mcp *m, json_t *msg, bool *busy) {
+  if (busy)
+    *busy = false;
   if (!json_is_object(msg))
     return error_response(NULL, -32600, "Invalid Request: a message must be a JSON object");
   json_t *id = json_object_get(msg, "id");
@@ -114,13 +150,19 @@ json_t *cr_mcp_handle(cr_mcp *m, json_t *msg) {
       /* The client gave up on a call: stop it if it is the one running
        * (its response is then not sent, as the protocol asks). */
       json_t *rid = json_object_get(json_object_get(msg, "params"), "requestId");
+      /* Withdrawn under cur_lock: the call cannot end and the next one
+       * begin (with a fresh flag) in between, so only this call is hit,
+       * also when it still waits for its sandbox or its turn. */
       pthread_mutex_lock(&m->cur_lock);
-      bool hit = rid && m->cur_id && json_equal(rid, m->cur_id);
-      if (hit)
+      if (rid && m->cur_id && json_equal(rid, m->cur_id)) {
         m->cur_cancelled = true;
+        cr_toolbox_cancel(m->tools, &m->cur_flag);
+      } else if (json_is_string(rid) || json_is_integer(rid)) {
+        size_t k = m->early_next++ % (sizeof m->early_cancels / sizeof *m->early_cancels);
+        json_decref(m->early_cancels[k]);
+        m->early_cancels[k] = json_deep_copy(rid);
+      }
       pthread_mutex_unlock(&m->cur_lock);
-      if (hit)
-        cr_toolbox_interrupt(m->tools);
     }
     return NULL; /* the rest: nothing to do */
   }
@@ -162,10 +204,19 @@ json_t *cr_mcp_handle(cr_mcp *m, json_t *msg) {
     } else {
       cr_err err = {0};
       pthread_mutex_lock(&m->cur_lock);
+      if (take_early_cancel(m, id)) {
+        /* Cancelled before it started: not run, not answered. */
+        pthread_mutex_unlock(&m->cur_lock);
+        pthread_mutex_unlock(&m->lock);
+        return NULL;
+      }
       m->cur_id = json_deep_copy(id);
       m->cur_cancelled = false;
+      atomic_store(&m->cur_flag, false);
       pthread_mutex_unlock(&m->cur_lock);
-      json_t *r = cr_toolbox_call(m->tools, json_string_value(name), args, &err);
+      cr_exec_extras x = {.cancel = &m->cur_flag, .on_turn = m->take, .on_turn_end = m->give,
+                          .turn_ctx = m->slot_ctx};
+      json_t *r = cr_toolbox_call_ex(m->tools, json_string_value(name), args, &x, &err);
       pthread_mutex_lock(&m->cur_lock);
       bool cancelled = m->cur_cancelled;
       json_decref(m->cur_id);
@@ -176,7 +227,11 @@ json_t *cr_mcp_handle(cr_mcp *m, json_t *msg) {
         pthread_mutex_unlock(&m->lock);
         return NULL;
       }
-      if (!r) {
+      if (!r && err.errnum == EAGAIN) {
+        resp = error_response(id, -32000, "Too many executions running: retry shortly");
+        if (busy)
+          *busy = true;
+      } else if (!r) {
         char emsg[700];
         snprintf(emsg, sizeof emsg, "Invalid params: %s", err.msg);
         resp = error_response(id, -32602, emsg);

@@ -17,13 +17,20 @@ void cr_mcp_free(cr_mcp *m);
 /* From another thread: stop its running tool call and refuse further ones
  * (an HTTP session being deleted or expired, a server draining). */
 void cr_mcp_shut(cr_mcp *m);
-/* Is this message a tools/call request (which runs code)? */
-bool cr_mcp_runs_code(json_t *msg);
-
 /* Handles one message (a parsed JSON value). Returns the response (new
  * reference), or NULL when there is none to send (a notification, a
  * response from the client). Never fails: errors are JSON-RPC errors. */
 json_t *cr_mcp_handle(cr_mcp *m, json_t *msg);
+/* The same; *busy (may be NULL) says the response is a "too many
+ * executions" error (a transport answers it with its own busy status, HTTP
+ * 429). */
+json_t *cr_mcp_handle_ex(cr_mcp *m, json_t *msg, bool *busy);
+
+/* A server's execution slots for this connection's runs: taken when a run's
+ * turn on its session comes, given back when it ends (session.h's
+ * cr_exec_extras.on_turn / on_turn_end). Set before the first message. */
+void cr_mcp_set_slots(cr_mcp *m, int (*take)(void *ctx, cr_err *err), void (*give)(void *ctx),
+                      void *ctx);
 
 /* The JSON-RPC answer to bytes that do not parse. */
 json_t *cr_mcp_parse_error(const char *detail);

@@ -377,10 +377,11 @@ static void job_free(stream *st) {
 
 static void stream_free(void *cls) {
   stream *st = cls;
+  /* Under st->lock: the worker sets `finished` under it before it gives
+   * the session back (cr_mgr_release can free a closed session), so the
+   * session is still ours while we cancel on it. */
   pthread_mutex_lock(&st->lock);
-  bool done = st->finished;
-  pthread_mutex_unlock(&st->lock);
-  if (!done) {
+  if (!st->finished) {
     /* The response went away before the result: the client disconnected. */
     if (st->cancel_fd >= 0) {
       uint64_t one = 1;
@@ -392,6 +393,7 @@ static void stream_free(void *cls) {
     if (st->sess)
       cr_session_cancel(st->sess, &st->withdrawn);
   }
+  pthread_mutex_unlock(&st->lock);
   if (st->worker_started)
     pthread_join(st->worker, NULL);
   if (st->cancel_fd >= 0) {
@@ -531,6 +533,14 @@ static stream *stream_new(cr_api *a, struct MHD_Connection *c, const char *calle
 static enum MHD_Result start_stream(cr_api *a, struct MHD_Connection *c, req *r, stream *st,
                                     void *(*worker)(void *)) {
   if (pthread_create(&st->worker, NULL, worker, st) != 0) {
+    /* What the worker would have given back: the session's reference, or
+     * the one-shot's slot. */
+    if (st->sess)
+      cr_mgr_release(a->mgr, st->sess);
+    else
+      cr_api_release(a);
+    st->sess = NULL;
+    st->finished = true;
     stream_free(st);
     return respond_error(a, c, r, 500, "internal", "cannot start the execution thread");
   }
@@ -1093,6 +1103,11 @@ static enum MHD_Result route_session_execute(cr_api *a, struct MHD_Connection *c
       ret = respond_error(a, c, r, 404, "not_found", "%s", err.msg);
     } else if (want_stream(a, c)) {
       stream *st = stream_new(a, c, r->caller);
+      if (!st) {
+        cr_mgr_release(a->mgr, s);
+        json_decref(j);
+        return respond_error(a, c, r, 500, "internal", "out of memory");
+      }
       st->sess = s;
       st->code = strdup(json_string_value(code));
       st->code_len = json_string_length(code);
@@ -1473,6 +1488,7 @@ static void mcp_put(cr_api *a, const char *id) {
   for (size_t i = 0; i < a->nmcps; i++)
     if (strcmp(a->mcps[i].id, id) == 0) {
       a->mcps[i].refs--;
+      a->mcps[i].last = cr_now_s(); /* idle from the end of a request, not its start */
       if (a->mcps[i].refs == 0 && a->mcps[i].closing) {
         victim = a->mcps[i].m;
         a->mcps[i] = a->mcps[--a->nmcps];
@@ -1593,6 +1609,10 @@ static enum MHD_Result route_mcp(cr_api *a, struct MHD_Connection *c, req *r,
     to.timeout_s = a->o.default_timeout_s;
     to.memory_bytes = a->o.default_memory_bytes;
     struct cr_mcp *m = cr_mcp_new(&to);
+    /* Runs take an execution slot like every other execution of the
+     * server, for their turn on the session only. */
+    if (m)
+      cr_mcp_set_slots(m, take_slot_on_turn, give_slot_on_turn_end, a);
     json_t *resp = m ? cr_mcp_handle(m, msg) : NULL;
     json_decref(msg);
     if (!resp || json_object_get(resp, "error")) {
@@ -1634,24 +1654,16 @@ static enum MHD_Result route_mcp(cr_api *a, struct MHD_Connection *c, req *r,
     json_decref(msg);
     return mcp_json(a, c, r, 404, rpc_error(-32001, "Session not found"), NULL);
   }
-  /* Tool calls run code: they take an execution slot like every other
-   * execution of the server (and are refused past its queue). */
-  bool slot = cr_mcp_runs_code(msg);
-  if (slot && cr_api_acquire(a) < 0) {
-    mcp_put(a, id);
-    json_t *busy = rpc_error(-32000, "Too many executions running: retry shortly");
-    json_object_set(busy, "id", json_object_get(msg, "id"));
-    json_decref(msg);
-    return mcp_json(a, c, r, 429, busy, NULL);
-  }
-  json_t *resp = cr_mcp_handle(mcp_of(a, id), msg);
+  /* A run refused an execution slot (past the queue) is a busy error. */
+  bool busy = false;
+  json_t *resp = cr_mcp_handle_ex(mcp_of(a, id), msg, &busy);
   json_decref(msg);
-  if (slot)
-    cr_api_release(a);
   mcp_put(a, id);
   if (!resp)
     return mcp_empty(a, c, r, 202); /* a notification or a response */
-  return mcp_json(a, c, r, 200, resp, NULL);
+  if (busy)
+    atomic_fetch_add(&a->m_rejected, 1);
+  return mcp_json(a, c, r, busy ? 429 : 200, resp, NULL);
 }
 
 /* ---- dispatch ------------------------------------------------------------- */
@@ -2094,6 +2106,11 @@ static enum MHD_Result e2b_execute(cr_api *a, struct MHD_Connection *c, req *r) 
     return e2b_text(a, c, r, 404, msg);
   }
   stream *st = stream_new(a, c, r->caller);
+  if (!st) {
+    cr_mgr_release(a->mgr, s);
+    json_decref(j);
+    return e2b_text(a, c, r, 500, "out of memory");
+  }
   st->e2b = true;
   st->sess = s;
   st->code = strdup(json_string_value(code));

@@ -78,11 +78,15 @@ static cr_session *session_for(cr_toolbox *t, int i, cr_err *err) {
   return fresh;
 }
 
-void cr_toolbox_interrupt(cr_toolbox *t) {
+void cr_toolbox_cancel(cr_toolbox *t, atomic_bool *flag) {
+  /* The flag alone stops a call that has no session yet (its sandbox is
+   * opening): execute sees it before it runs. Each session interrupts the
+   * call only if the flag is its running one's. */
+  atomic_store(flag, true);
   for (int i = 0; i < 3; i++) {
     cr_session *s = t->sess[i];
     if (s)
-      cr_session_interrupt(s);
+      cr_session_cancel(s, flag);
   }
 }
 
@@ -441,6 +445,11 @@ static json_t *tool_files(cr_toolbox *t, const char *name, json_t *args, cr_err 
 }
 
 json_t *cr_toolbox_call(cr_toolbox *t, const char *name, json_t *args, cr_err *err) {
+  return cr_toolbox_call_ex(t, name, args, NULL, err);
+}
+
+json_t *cr_toolbox_call_ex(cr_toolbox *t, const char *name, json_t *args,
+                           const cr_exec_extras *x, cr_err *err) {
   if (args && !json_is_object(args) && !json_is_null(args)) {
     cr_fail(err, 0, "arguments must be an object");
     return NULL;
@@ -474,9 +483,11 @@ json_t *cr_toolbox_call(cr_toolbox *t, const char *name, json_t *args, cr_err *e
     cr_result res;
     /* the model may lower the limit, never raise it */
     double lim = json_is_number(to) ? json_number_value(to) : 0;
-    if (cr_session_execute(s, json_string_value(code), json_string_length(code), lim, NULL, &res,
-                           err) < 0) {
+    if (cr_session_execute_ex(s, json_string_value(code), json_string_length(code), lim, NULL,
+                              x, &res, err) < 0) {
       cr_result_free(&res);
+      if (err->errnum == EAGAIN)
+        return NULL; /* refused a slot: the caller says busy */
       return text_result(true, "%s", err->msg);
     }
     json_t *r = call_result(&res);

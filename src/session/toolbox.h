@@ -10,6 +10,7 @@
 #define CORRAL_SESSION_TOOLBOX_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "session/session.h"
@@ -29,8 +30,10 @@ void cr_toolbox_free(cr_toolbox *t);
 /* Ends what runs and refuses what comes (any thread): every session's
  * running cell is interrupted, queued and later calls do not run. */
 void cr_toolbox_shut(cr_toolbox *t);
-/* Interrupts the running call, if any (any thread); later calls run. */
-void cr_toolbox_interrupt(cr_toolbox *t);
+/* Withdraws the call that was given this flag (cr_toolbox_call_ex's
+ * extras.cancel), any thread: still waiting (for its sandbox or its turn)
+ * it does not run, running it is interrupted; no other call is touched. */
+void cr_toolbox_cancel(cr_toolbox *t, atomic_bool *flag);
 
 /* The tool definitions: [{name, title, description, inputSchema,
  * outputSchema}] (new reference). `languages` limits the run_* tools
@@ -43,6 +46,12 @@ json_t *cr_tools_list(const char *const *languages);
  * call that is wrong in itself (unknown tool, bad arguments): the caller
  * answers with "invalid params". */
 json_t *cr_toolbox_call(cr_toolbox *t, const char *name, json_t *args, cr_err *err);
+/* The same, with what a caller adds to a run tool's execution (a withdrawal
+ * flag, a server's slot hooks: session.h's cr_exec_extras; may be NULL).
+ * A run refused by extras.on_turn returns NULL with err->errnum EAGAIN
+ * (the caller answers "busy, retry"), not a result. */
+json_t *cr_toolbox_call_ex(cr_toolbox *t, const char *name, json_t *args,
+                           const cr_exec_extras *x, cr_err *err);
 
 /* The result text a model reads (stdout, stderr, status line, error and
  * hint; truncation marked). Caller frees. */

@@ -149,7 +149,7 @@ def test_http_sessions_count_against_max_sessions_and_delete_stops_calls():
         assert post(port, None, {"Mcp-Session-Id": sids[0]}, method="DELETE")[0] == 200
         t.join(30)
         assert not t.is_alive() and time.monotonic() - t0 < 8, "the call ran on after its session was deleted"
-        # the slot it held is free again: a new MCP session opens
+        # its session is gone, so a new MCP session opens under the maximum
         st, sid, body = post(port, INIT)
         assert st == 200 and sid, body
 
@@ -183,7 +183,9 @@ def test_list_files_many_and_odd_names():
     assert not top["isError"] and "d/\t" in top["content"][0]["text"], top
 
 
-def test_stdio_cancelled_call_stops_and_is_not_answered():
+def stdio_cancel(code, delay):
+    """Sends a call, cancels it after `delay` s, sends another: the answer
+    that comes (which must be the second's) and the seconds it took."""
     p = subprocess.Popen([corral_path(), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE)
     try:
@@ -191,10 +193,9 @@ def test_stdio_cancelled_call_stops_and_is_not_answered():
             p.stdin.write((json.dumps(m) + "\n").encode())
             p.stdin.flush()
         send(INIT)
-        first = json.loads(p.stdout.readline())
-        assert first["id"] == 1, first
-        send(call(None, "import time\nprint('start', flush=True)\ntime.sleep(30)", cid=5))
-        time.sleep(1.5)
+        assert json.loads(p.stdout.readline())["id"] == 1
+        send(call(None, code, cid=5))
+        time.sleep(delay)
         t0 = time.monotonic()
         send({"jsonrpc": "2.0", "method": "notifications/cancelled",
               "params": {"requestId": 5, "reason": "user pressed stop"}})
@@ -202,10 +203,74 @@ def test_stdio_cancelled_call_stops_and_is_not_answered():
               "params": {"name": "run_python", "arguments": {"code": "print('next')"}}})
         nxt = json.loads(p.stdout.readline())
         took = time.monotonic() - t0
-        assert nxt["id"] == 6, f"the cancelled call was answered: {nxt}"
-        assert nxt["result"]["structuredContent"]["stdout"] == "next\n", nxt
-        assert took < 10, f"the cancelled call ran on for {took:.1f} s"
     finally:
         p.stdin.close()
         p.wait(30)
     assert p.returncode == 0
+    assert nxt["id"] == 6, f"the cancelled call was answered: {nxt}"
+    assert nxt["result"]["structuredContent"]["stdout"] == "next\n", nxt
+    return took
+
+
+def test_stdio_cancelled_call_stops_and_is_not_answered():
+    took = stdio_cancel("import time\nprint('start', flush=True)\ntime.sleep(30)", 1.5)
+    assert took < 10, f"the cancelled call ran on for {took:.1f} s"
+
+
+def test_stdio_cancel_before_the_sandbox_started():
+    # Cancelled at once: the call is queued or still opening its sandbox
+    # (the first call of a language), not running yet. It must not run on.
+    took = stdio_cancel("import time\ntime.sleep(30)", 0)
+    assert took < 15, f"the cancelled call ran on for {took:.1f} s"
+
+
+def test_http_calls_queued_on_one_mcp_session_hold_no_slots():
+    # One execution at a time and a queue of one: a second call waiting for
+    # the first on the same MCP session must not take the queue from another
+    # client's one-shot run; past the queue a call is 429.
+    port = free_port()
+    with serving(["--listen", f"127.0.0.1:{port}", "--max-concurrent", "1", "--queue", "1"],
+                 b"listening on"):
+        st, sid, _ = post(port, INIT)
+        h = {"Mcp-Session-Id": sid}
+        post(port, call(sid, "1"), h)        # the sandbox is up before the timing starts
+        out = {}
+        ta = threading.Thread(target=lambda: out.update(a=post(port, call(sid, "import time\ntime.sleep(3)\nprint('a')", 1), h)))
+        ta.start()
+        time.sleep(0.7)
+        tb = threading.Thread(target=lambda: out.update(b=post(port, call(sid, "print('b')", 2), h)))
+        tb.start()
+        time.sleep(0.5)
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        c.request("POST", "/v1/execute", body=json.dumps({"code": "print('c')"}),
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        body = r.read()
+        c.close()
+        assert r.status == 200 and json.loads(body)["stdout"] == "c\n", (r.status, body)
+        ta.join(30)
+        tb.join(30)
+        for k in ("a", "b"):
+            st, _, body = out[k]
+            assert st == 200 and json.loads(body)["result"]["structuredContent"]["stdout"] == f"{k}\n", (k, st, body)
+        # Past the queue: the running call holds the slot, a one-shot waits
+        # in the queue, another MCP session's call is refused with 429.
+        st, sid2, _ = post(port, INIT)
+        post(port, call(sid2, "1"), {"Mcp-Session-Id": sid2})
+        ta = threading.Thread(target=lambda: out.update(a=post(port, call(sid, "import time\ntime.sleep(3)", 3), h)))
+        ta.start()
+        time.sleep(0.7)
+        def oneshot():
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            c.request("POST", "/v1/execute", body=json.dumps({"code": "print(1)"}),
+                      headers={"Content-Type": "application/json"})
+            out["q"] = c.getresponse().status
+            c.close()
+        tq = threading.Thread(target=oneshot)
+        tq.start()
+        time.sleep(0.5)
+        st, _, body = post(port, call(sid2, "print(2)", 4), {"Mcp-Session-Id": sid2})
+        assert st == 429 and json.loads(body)["error"]["code"] == -32000, (st, body)
+        ta.join(30)
+        tq.join(30)
+        assert out["q"] == 200, out
