@@ -46,12 +46,65 @@ static char *dup_z(const char *s, size_t n) {
   return z;
 }
 
+/* A second UTF-8 validator that shares nothing with src/util/utf8.c: it
+ * decodes each sequence to its code point and then rejects what RFC 3629
+ * forbids (overlong forms, surrogates, beyond U+10FFFF), where the code
+ * under test checks byte ranges up front. cr_utf8_valid alone cannot judge
+ * cr_utf8_sanitize: both use the same seq_len(), so a wrong range there
+ * (surrogates let through, say) passes both and reaches a JSON writer. */
+static bool ref_utf8_valid(const char *str, size_t n) {
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0;
+  while (i < n) {
+    unsigned char b = s[i];
+    size_t len;
+    uint32_t cp, min;
+    if (b < 0x80) {
+      i++;
+      continue;
+    } else if ((b & 0xE0) == 0xC0) {
+      len = 2, cp = b & 0x1F, min = 0x80;
+    } else if ((b & 0xF0) == 0xE0) {
+      len = 3, cp = b & 0x0F, min = 0x800;
+    } else if ((b & 0xF8) == 0xF0) {
+      len = 4, cp = b & 0x07, min = 0x10000;
+    } else {
+      return false;
+    }
+    if (n - i < len)
+      return false;
+    for (size_t k = 1; k < len; k++) {
+      if ((s[i + k] & 0xC0) != 0x80)
+        return false;
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += len;
+  }
+  return true;
+}
+
+/* What reaches a client is a jansson string: jansson validates UTF-8 with
+ * its own code and refuses (NULL) what it would not write. */
+static bool jansson_accepts(const char *s, size_t n) {
+  json_t *j = json_stringn(s, n);
+  json_decref(j);
+  return j != NULL;
+}
+
 static void fuzz_utf8(const char *s, size_t n) {
   size_t m = 0;
   char *t = cr_utf8_sanitize(s, n, &m);
   CHECK(t != NULL);
   CHECK(cr_utf8_valid(t, m));
-  if (cr_utf8_valid(s, n))
+  CHECK(ref_utf8_valid(t, m));
+  CHECK(jansson_accepts(t, m));
+  /* The validator the result writer trusts agrees with both others. */
+  bool v = cr_utf8_valid(s, n);
+  CHECK(v == ref_utf8_valid(s, n));
+  CHECK(v == jansson_accepts(s, n));
+  if (v)
     CHECK(m == n && memcmp(s, t, n) == 0);
   free(t);
 }
@@ -263,6 +316,24 @@ static void fuzz_result(const char *s, size_t n) {
    * asked to). */
   json_t *back = json_loads(text, JSON_ALLOW_NUL, NULL);
   CHECK(back != NULL);
+  /* Valid JSON alone proves nothing: jansson refuses invalid UTF-8 by
+   * returning NULL, and json_object_set_new() with a NULL value drops the
+   * key without a word, so a sanitizer that lets a bad byte through yields
+   * valid JSON without "stdout". The streams and the error message must be
+   * there, as strings, and a stream that was valid UTF-8 must be unchanged. */
+  json_t *out = json_object_get(back, "stdout"), *err = json_object_get(back, "stderr");
+  CHECK(json_is_string(out));
+  CHECK(json_is_string(err));
+  if (ref_utf8_valid(s, h))
+    CHECK(json_string_length(out) == h && memcmp(json_string_value(out), s, h) == 0);
+  if (ref_utf8_valid(s + h, n - h))
+    CHECK(json_string_length(err) == n - h && memcmp(json_string_value(err), s + h, n - h) == 0);
+  json_t *error = json_object_get(back, "error");
+  CHECK(json_is_object(error));
+  if (r.error.message)
+    CHECK(json_is_string(json_object_get(error, "message")));
+  if (r.error.name)
+    CHECK(json_is_string(json_object_get(error, "name")));
   json_decref(back);
   free(text);
   json_decref(j);
