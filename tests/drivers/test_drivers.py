@@ -710,6 +710,96 @@ def test_node_process_exit_ends_the_cell_not_the_session(start):
     assert text(d.ok("kept")) == "1"
 
 
+# Values a cell throws that throw again when the driver reads them (a
+# getter, a Proxy trap, toString/Symbol.toPrimitive, an inspect method, a
+# revoked Proxy that throws on any access). Before the driver guarded its
+# reads, reporting them threw inside the driver: no "done", and no request
+# was served after it (the supervisor would have killed the driver, and the
+# session's state with it). (cell, expected name, expected value)
+REVOKED = "const r = Proxy.revocable({}, {}); r.revoke(); "
+NODE_HOSTILE_THROWS = {
+    "name-getter": ("const e = new Error('x');\n"
+                    "Object.defineProperty(e, 'name', { get() { throw new Error('no') } }); throw e",
+                    "Error", "x"),
+    "revoked-proxy": (REVOKED + "throw r.proxy", "Uncaught", "<Revoked Proxy>"),
+    "stack-getter": ("const e = new Error('x');\n"
+                     "Object.defineProperty(e, 'stack', { get() { throw new Error('no') } }); throw e",
+                     "Error", "x"),
+    "message-getter": ("const e = new Error('x');\n"
+                       "Object.defineProperty(e, 'message', { get() { throw new Error('no') } }); throw e",
+                       "Error", "<an exception that cannot be displayed>"),
+    "message-toString": ("const e = new Error('x'); e.message = { toString() { throw new Error('no') } }; throw e",
+                         "Error", "<an exception that cannot be displayed>"),
+    "name-toPrimitive": ("const e = new Error('x');\n"
+                         "e.name = { [Symbol.toPrimitive]() { throw new Error('no') } }; throw e",
+                         "Error", "x"),
+    "code-getter": ("const e = new Error('x');\n"
+                    "Object.defineProperty(e, 'code', { get() { throw new Error('no') }, enumerable: true });\n"
+                    "throw e", "Error", "x"),
+    "stack-getter-on-object": ("throw { get stack() { throw new Error('no') } }", "Uncaught", "{ stack: [Getter] }"),
+    "inspect-custom": ("throw { [require('util').inspect.custom]() { throw new Error('no') } }",
+                       "Uncaught", "<an exception that cannot be displayed>"),
+    "proxy-traps": ("throw new Proxy(new Error('x'), { get() { throw new Error('trap') } })",
+                    "Error", "<an exception that cannot be displayed>"),
+    "rejected-with-revoked-proxy": (REVOKED + "Promise.reject(r.proxy)", "Uncaught", "<Revoked Proxy>"),
+    "revoked-proxy-from-a-timer": (REVOKED + "setTimeout(() => { throw r.proxy }, 1);\n"
+                                   "await new Promise((done) => setTimeout(done, 5000))",
+                                   "Uncaught", "<Revoked Proxy>"),
+}
+
+
+@pytest.mark.parametrize("case", NODE_HOSTILE_THROWS)
+def test_node_error_that_cannot_be_read_still_ends_the_cell(start, case):
+    code, name, value = NODE_HOSTILE_THROWS[case]
+    d = start("node")
+    d.ok("let kept = 41")
+    cell = d.run(code)
+    assert cell.status == "error", cell.events
+    assert (cell.error["name"], cell.error["value"]) == (name, value), cell.error
+    assert value in cell.err.decode()  # printed to the cell's stderr too
+    d.ping()
+    assert text(d.ok("kept + 1")) == "42"
+
+
+@pytest.mark.parametrize("thrown", ["new Error('no')", "r.proxy"])
+def test_node_value_whose_inspection_throws_is_shown_as_such(start, thrown):
+    # like a Python __repr__ that raises: the value loses its display, the
+    # cell does not fail
+    d = start("node")
+    d.ok("let kept = 41")
+    cell = d.ok(REVOKED + f"({{ [require('util').inspect.custom]() {{ throw {thrown} }} }})")
+    assert text(cell).startswith("<a value that cannot be displayed: util.inspect threw "), text(cell)
+    d.ping()
+    assert text(d.ok("kept + 1")) == "42"
+
+
+def test_node_cell_that_breaks_process_stderr_still_gets_its_error(start):
+    # the driver prints the traceback to process.stderr before the event
+    d = start("node")
+    d.ok("let kept = 41")
+    cell = d.run("process.stderr.write = () => { throw new Error('no') }; throw new Error('x')")
+    assert cell.status == "error" and cell.error["value"] == "x", cell.events
+    d.ping()
+    assert text(d.ok("kept + 1")) == "42"
+
+
+def test_node_event_that_cannot_be_sent_does_not_stop_the_driver(start):
+    # A stand-in for any failure inside the driver's protocol code: the
+    # cell's own JSON.stringify (the driver uses the global JSON) throws
+    # once, when the driver writes the cell's error event. The cell still
+    # ends with "done", and the requests after it are served.
+    d = start("node")
+    d.ok("let kept = 41")
+    cell = d.run("const real = JSON.stringify;\n"
+                 "JSON.stringify = function () { JSON.stringify = real; throw new Error('once') };\n"
+                 "throw new Error('x')")
+    assert cell.status == "error" and cell.of("error") == [], cell.events
+    d.ping()
+    d._drain(d.err_fd)  # the driver says why on stderr (synchronous for a pipe), before the pong
+    assert b"corral node driver: request %d: once" % cell.done["id"] in d.err, d.err
+    assert text(d.ok("kept + 1")) == "42"
+
+
 # ---- bash -----------------------------------------------------------------
 
 def test_bash_state_persists(start, tmp_path):

@@ -160,25 +160,57 @@ function cleanStack(stack) {
     .join('\n');
 }
 
+// Reading a thrown value runs the cell's code: a getter, a Proxy trap,
+// toString or Symbol.toPrimitive, a [util.inspect.custom] method, and a
+// revoked Proxy throws on any access. Whatever the driver reads from such a
+// value goes through attempt(), so that the value cannot throw out of the
+// driver's own code (the cell would never get its "done" and the session
+// would be lost).
+function attempt(read, fallback) {
+  try {
+    return read();
+  } catch {
+    return fallback;
+  }
+}
+
+const UNDISPLAYABLE = '<an exception that cannot be displayed>';
+
+// Never throws.
 function describe(err) {
-  if (err instanceof Error || (err && typeof err.stack === 'string')) {
-    let traceback = String(err.stack);
-    try {
-      traceback = cleanStack(traceback);
+  try {
+    const isError = attempt(() => err instanceof Error ||
+                                  (!!err && typeof err.stack === 'string'), false);
+    if (isError) {
+      const name = attempt(() => String(err.name || 'Error'), 'Error');
+      const value = attempt(() => String(err.message ?? ''), UNDISPLAYABLE);
+      let traceback = attempt(() => cleanStack(String(err.stack)), `${name}: ${value}`);
       // the error's own properties (code, errno, path...) follow the stack,
       // as Node prints an uncaught error
-      const own = Object.fromEntries(Object.keys(err).map((k) => [k, err[k]]));
-      if (Object.keys(own).length) traceback += ` ${util.inspect(own)}`;
-    } catch {}
-    return { name: String(err.name || 'Error'), value: String(err.message ?? ''), traceback };
+      traceback += attempt(() => {
+        const own = Object.fromEntries(Object.keys(err).map((k) => [k, err[k]]));
+        return Object.keys(own).length ? ` ${util.inspect(own)}` : '';
+      }, '');
+      return { name, value, traceback };
+    }
+    const value = attempt(() => util.inspect(err), UNDISPLAYABLE);
+    return { name: 'Uncaught', value, traceback: `Uncaught ${value}` };
+  } catch {
+    // what attempt() cannot cover: the driver's own helpers, should a
+    // cell have broken the built-ins they use
+    return { name: 'Error', value: UNDISPLAYABLE, traceback: `Uncaught ${UNDISPLAYABLE}` };
   }
-  const value = util.inspect(err);
-  return { name: 'Uncaught', value, traceback: `Uncaught ${value}` };
+}
+
+function writeStderr(text) {
+  try {
+    proc.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
+  } catch {} // a cell may have replaced or destroyed process.stderr
 }
 
 function reportError(id, err) {
   const d = describe(err);
-  proc.stderr.write(d.traceback.endsWith('\n') ? d.traceback : `${d.traceback}\n`);
+  writeStderr(d.traceback);
   send({ type: 'error', id, ...d });
 }
 
@@ -196,7 +228,8 @@ globalThis.require = createRequire(path.join(proc.cwd(), '<cell>'));
 // are printed as usual.
 const emitWarning = proc.emitWarning;
 proc.emitWarning = function (warning, ...rest) {
-  if (String((warning && warning.message) || warning).includes('USE_MAIN_CONTEXT_DEFAULT_LOADER')) return;
+  if (attempt(() => String((warning && warning.message) || warning), '')
+    .includes('USE_MAIN_CONTEXT_DEFAULT_LOADER')) return;
   return emitWarning.call(this, warning, ...rest);
 };
 
@@ -219,7 +252,7 @@ proc.on('SIGINT', () => {
 // cells it is printed, as Node would, and the session goes on.
 function stray(err) {
   if (current) current.fail(err);
-  else proc.stderr.write(`${describe(err).traceback}\n`);
+  else writeStderr(describe(err).traceback);
 }
 proc.on('unhandledRejection', stray);
 proc.on('uncaughtException', stray);
@@ -256,26 +289,43 @@ async function runCell(id, code) {
   };
   let status = 'ok';
   try {
-    const { script, async } = compile(code, id);
-    let value = script.runInThisContext({ breakOnSigint: true });
-    if (async) value = ((await Promise.race([value, failed])) || {}).value;
-    if (isThenable(value)) value = await Promise.race([value, failed]);
-    // Rejections left unhandled by the cell are reported after the
-    // microtasks run: give them one turn of the event loop.
-    await new Promise((resolve) => setImmediate(resolve));
-    if (failure) throw failure.err;
-    if (value !== undefined) {
-      send({ type: 'result', id, mime: { 'text/plain': util.inspect(value) } });
+    try {
+      const { script, async } = compile(code, id);
+      let value = script.runInThisContext({ breakOnSigint: true });
+      if (async) value = ((await Promise.race([value, failed])) || {}).value;
+      if (isThenable(value)) value = await Promise.race([value, failed]);
+      // Rejections left unhandled by the cell are reported after the
+      // microtasks run: give them one turn of the event loop.
+      await new Promise((resolve) => setImmediate(resolve));
+      if (failure) throw failure.err;
+      if (value !== undefined) {
+        send({ type: 'result', id, mime: { 'text/plain': inspectResult(value) } });
+      }
+    } catch (err) {
+      const interrupted = cell.interrupted || attempt(() => err.code === INTERRUPTED, false);
+      status = interrupted ? 'interrupted' : 'error';
+      reportError(id, err);
+    } finally {
+      current = null;
     }
-  } catch (err) {
-    const interrupted = cell.interrupted || (err && err.code === INTERRUPTED);
-    status = interrupted ? 'interrupted' : 'error';
-    reportError(id, err);
+    await Promise.all([flushed(proc.stdout), flushed(proc.stderr)]);
   } finally {
-    current = null;
+    // always, or the supervisor waits for it until the cell's time limit
+    // and then kills the driver with the session's state
+    send({ type: 'done', id, status });
   }
-  await Promise.all([flushed(proc.stdout), flushed(proc.stderr)]);
-  send({ type: 'done', id, status });
+}
+
+// The cell's value as text. An inspection that throws (a throwing
+// [util.inspect.custom]) costs the value its display, not the cell, as a
+// failing __repr__ does in the Python driver.
+function inspectResult(value) {
+  try {
+    return util.inspect(value);
+  } catch (err) {
+    const d = describe(err);
+    return `<a value that cannot be displayed: util.inspect threw ${d.name}: ${d.value}>`;
+  }
 }
 
 // ---- requests -----------------------------------------------------------
@@ -291,19 +341,29 @@ let busy = false;
 async function serve() {
   if (busy) return;
   busy = true;
-  while (queue.length) {
-    const req = queue.shift();
-    if (req.type === 'execute' && typeof req.code_b64 === 'string') {
-      await runCell(req.id, Buffer.from(req.code_b64, 'base64').toString('utf8'));
-    } else if (req.type === 'ping') {
-      send({ type: 'pong', id: req.id });
-    } else if (req.type === 'shutdown') {
-      realExit(0);
-    } else {
-      fatal(`unknown request ${JSON.stringify(req.type)}`);
+  try {
+    while (queue.length) {
+      const req = queue.shift();
+      try {
+        if (req.type === 'execute' && typeof req.code_b64 === 'string') {
+          await runCell(req.id, Buffer.from(req.code_b64, 'base64').toString('utf8'));
+        } else if (req.type === 'ping') {
+          send({ type: 'pong', id: req.id });
+        } else if (req.type === 'shutdown') {
+          realExit(0);
+        } else {
+          fatal(`unknown request ${JSON.stringify(req.type)}`);
+        }
+      } catch (err) {
+        // Only writing an event can fail here, and runCell has sent "done"
+        // (or tried to: if the event pipe is gone, the supervisor sees it
+        // close). The requests after this one are still served.
+        writeStderr(`corral node driver: request ${req.id}: ${describe(err).value}`);
+      }
     }
+  } finally {
+    busy = false;
   }
-  busy = false;
 }
 
 let pending = Buffer.alloc(0);
