@@ -126,6 +126,7 @@ class Driver:
             return None
         head = bytes(self.evbuf[:nl])
         assert head.isdigit(), f"bad frame header {head!r}"
+        assert int(head) <= 64 * MiB, f"a {int(head)}-byte frame: over the protocol's limit"
         end = nl + 1 + int(head)
         if len(self.evbuf) < end:
             return None
@@ -392,6 +393,36 @@ def test_processes_a_cell_starts_do_not_get_the_protocol_pipes(start, lang):
     d = start(lang)
     out = d.ok(FD4_IN_CHILD[lang]).out.decode()
     assert re.search(r"\b0\b", out) and not re.search(r"\b4\b", out), out
+
+
+HUGE = {  # an error with a 40 MiB message, then a value whose text is 3 MiB
+    "python": ("raise ValueError('<' + 'x' * (40 << 20) + '>')", "'<' + 'y' * (3 << 20) + '>'"),
+    # (util.inspect shortens a long string itself; a custom inspection does not)
+    "node": ("throw new Error('<' + 'x'.repeat(40 << 20) + '>')",
+             "({ [require('util').inspect.custom]: () => '<' + 'y'.repeat(3 << 20) + '>' })"),
+}
+
+
+@pytest.mark.parametrize("lang", HUGE)
+def test_long_error_and_result_texts_are_cut_in_the_middle(start, lang):
+    # docs/session-protocol.md: over 2 MiB, cut in the middle. Whole, the
+    # error event would be over the 64 MiB frame limit (message + traceback).
+    d = start(lang)
+    d.ok(STATE[lang][0])
+    raise_huge, huge_value = HUGE[lang]
+    cell = d.run(raise_huge, timeout=60)
+    assert cell.status == "error"
+    for key in ("value", "traceback"):
+        t = cell.error[key]
+        assert len(t) < 2 * MiB + 100, (key, len(t))
+        assert re.search(r"x\n\.\.\. \[\d+ characters\] \.\.\.\nx", t), key
+        assert t.rstrip().endswith("x>" if key == "value" else t.rstrip()[-1]), key
+    assert cell.error["value"].startswith("<x")
+    shown = text(d.ok(huge_value, timeout=60))
+    shown = shown.strip("'")  # Python's repr of a str
+    assert len(shown) < 2 * MiB + 100 and shown.startswith("<y") and shown.endswith("y>"), len(shown)
+    assert re.search(r"y\n\.\.\. \[\d+ characters\] \.\.\.\ny", shown)
+    assert STATE[lang][2](d.ok(STATE[lang][1]))
 
 
 # ---- python ---------------------------------------------------------------

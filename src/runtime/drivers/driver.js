@@ -38,6 +38,7 @@ const DRIVER_FILE = __filename;
 const REQ_FD = 3;
 const EV_FD = 4;
 const MAX_FRAME = 64 << 20;
+const MAX_TEXT = 2 << 20; // a text/plain result or an error text longer than this is cut
 
 let acorn = null;
 let processTopLevelAwait = null;
@@ -57,6 +58,16 @@ try {
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 function wellFormed(key, value) {
   return typeof value === 'string' ? value.replace(LONE_SURROGATE, '\ufffd') : value;
+}
+
+// The middle goes, as in driver.py: the start and the end of a traceback
+// say the most. (An error's message and stack over 32 MiB each would
+// otherwise make a frame over the protocol's limit, and the supervisor
+// would kill the driver.)
+function cut(text) {
+  if (text.length <= MAX_TEXT) return text;
+  return `${text.slice(0, MAX_TEXT / 2)}\n... [${text.length - MAX_TEXT} characters] ...\n` +
+    text.slice(-MAX_TEXT / 2);
 }
 
 function send(event) {
@@ -211,7 +222,7 @@ function writeStderr(text) {
 function reportError(id, err) {
   const d = describe(err);
   writeStderr(d.traceback);
-  send({ type: 'error', id, ...d });
+  send({ type: 'error', id, name: cut(d.name), value: cut(d.value), traceback: cut(d.traceback) });
 }
 
 // ---- cells --------------------------------------------------------------
@@ -299,7 +310,7 @@ async function runCell(id, code) {
       await new Promise((resolve) => setImmediate(resolve));
       if (failure) throw failure.err;
       if (value !== undefined) {
-        send({ type: 'result', id, mime: { 'text/plain': inspectResult(value) } });
+        send({ type: 'result', id, mime: { 'text/plain': cut(inspectResult(value)) } });
       }
     } catch (err) {
       const interrupted = cell.interrupted || attempt(() => err.code === INTERRUPTED, false);
