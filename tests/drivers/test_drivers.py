@@ -624,6 +624,93 @@ def test_python_thread_output_and_input_eof(start):
     assert cell.out == b"from thread\neof\n"
 
 
+# Exceptions that raise again when the driver reads them (__str__, a
+# property the traceback module reads, a metaclass's __name__). Before the
+# driver guarded its reads, reporting them raised inside the driver, which
+# died with the session's state. (cell, expected value)
+PY_HOSTILE_RAISES = {
+    "str-raises-SystemExit": ("class E(Exception):\n    def __str__(self): raise SystemExit(3)\n"
+                              "raise E('x')", "<E; its str() failed>"),
+    "str-raises-KeyboardInterrupt": ("class E(Exception):\n    def __str__(self): raise KeyboardInterrupt\n"
+                                     "raise E('x')", "<E; its str() failed>"),
+    "metaclass-name": ("class M(type):\n    @property\n    def __name__(cls): raise RuntimeError('no')\n"
+                       "class E(Exception, metaclass=M): pass\nraise E('x')", "x"),
+    "notes-property": ("class E(Exception):\n    @property\n    def __notes__(self): raise RuntimeError('no')\n"
+                       "raise E('x')", "x"),
+    "cause-property": ("class E(Exception):\n    @property\n    def __cause__(self): raise RuntimeError('no')\n"
+                       "raise E('x')", "x"),
+    "traceback-property": ("class E(Exception):\n    @property\n"
+                           "    def __traceback__(self): raise RuntimeError('no')\nraise E('x')", "x"),
+    "class-property": ("class E(Exception):\n    @property\n    def __class__(self): raise RuntimeError('no')\n"
+                       "raise E('x')", "x"),
+    "group-exceptions-property": ("class E(ExceptionGroup):\n    @property\n"
+                                  "    def exceptions(self): raise RuntimeError('no')\n"
+                                  "raise E('x', [ValueError(1)])", "x (1 sub-exception)"),
+    "syntax-error-lineno-property": ("class E(SyntaxError):\n    @property\n"
+                                     "    def lineno(self): raise RuntimeError('no')\nraise E('x')", "x"),
+}
+
+
+@pytest.mark.parametrize("case", PY_HOSTILE_RAISES)
+def test_python_error_that_cannot_be_read_still_ends_the_cell(start, case):
+    code, value = PY_HOSTILE_RAISES[case]
+    d = start("python")
+    d.ok("kept = 41")
+    cell = d.run(code)
+    assert cell.status == "error", cell.events
+    assert (cell.error["name"], cell.error["value"]) == ("E", value), cell.error
+    # the frames are kept even when the exception itself cannot be shown
+    assert "<cell-" in cell.error["traceback"] and "E: " in cell.error["traceback"], cell.error
+    assert "E: " in cell.err.decode()
+    d.ping()
+    assert text(d.ok("kept + 1")) == "42"
+
+
+def test_python_stdout_whose_flush_raises_does_not_end_the_session(start):
+    # the driver flushes the cell's streams before "done"
+    d = start("python")
+    d.ok("kept = 41")
+    d.ok("import sys\nclass Out:\n    def write(self, s): return len(s)\n"
+         "    def flush(self): raise SystemExit('no flush')\nsys.stdout = Out()")
+    d.ping()
+    assert text(d.ok("kept + 1")) == "42"
+
+
+# Values whose display runs code that raises. What fails costs its MIME
+# type, never the cell. (setup, expected text/plain)
+NO_NAME = "class M(type):\n    @property\n    def __name__(cls): raise RuntimeError('no name')\n"
+PY_HOSTILE_VALUES = {
+    "repr-and-metaclass-name": (NO_NAME + "class R(metaclass=M):\n"
+                                "    def __repr__(self): raise RuntimeError('no repr')\n",
+                                "<R object; its repr failed: RuntimeError('no repr')>"),
+    "repr-raises-unprintable": ("class X(Exception):\n    def __repr__(self): raise X()\n"
+                                "class R:\n    def __repr__(self): raise X()\n",
+                                "<R object; its repr failed: <an exception that cannot be displayed>>"),
+    "class-property": ("class R:\n    @property\n    def __class__(self): raise RuntimeError('no')\n"
+                       "    def __repr__(self): return 'R!'\n", "R!"),
+    "mimebundle-key-str-raises": ("class K:\n    def __str__(self): raise RuntimeError('no')\n"
+                                  "class R:\n    def _repr_mimebundle_(self): return {K(): 'x'}\n"
+                                  "    def __repr__(self): return 'R!'\n", "R!"),
+    "repr-html-tuple-len-raises": ("class T(tuple):\n    def __len__(self): raise RuntimeError('no')\n"
+                                   "class R:\n    def _repr_html_(self): return T(('a', 'b'))\n"
+                                   "    def __repr__(self): return 'R!'\n", "R!"),
+}
+
+
+@pytest.mark.parametrize("shown_by", ["result", "display"])
+@pytest.mark.parametrize("case", PY_HOSTILE_VALUES)
+def test_python_value_whose_display_raises_is_shown_as_far_as_it_can(start, case, shown_by):
+    setup, plain = PY_HOSTILE_VALUES[case]
+    d = start("python")
+    d.ok("kept = 41")
+    d.ok(setup)
+    cell = d.ok("R()" if shown_by == "result" else "display(R())")
+    mime = cell.result if shown_by == "result" else cell.of("display")[0]["mime"]
+    assert mime == {"text/plain": plain}, cell.events
+    d.ping()
+    assert text(d.ok("kept + 1")) == "42"
+
+
 # ---- node -----------------------------------------------------------------
 
 def test_node_declarations_persist(start):

@@ -168,30 +168,45 @@ def call_repr(obj, name, *args):
 
 
 def mime_bundle(obj):
+    # Everything but text/plain comes from the object's own methods, and
+    # what they return is the cell's too (a dict whose keys' __str__ raises,
+    # a tuple whose __len__ raises): what fails costs its MIME type, not the
+    # cell. Types are tested on type(x): isinstance() would also read x's
+    # __class__, which may be a property that raises.
     bundle = {}
     # a class's _repr_html_ is an unbound function, not the class's repr
-    if not isinstance(obj, type):
-        extra = call_repr(obj, "_repr_mimebundle_")
-        if isinstance(extra, tuple):
-            extra = extra[0]
-        if isinstance(extra, dict):
-            for mime, data in extra.items():
+    if not issubclass(type(obj), type):
+        try:
+            extra = call_repr(obj, "_repr_mimebundle_")
+            if issubclass(type(extra), tuple):
+                extra = extra[0]
+            items = list(extra.items()) if issubclass(type(extra), dict) else []
+        except Exception:
+            items = []
+        for mime, data in items:
+            try:
                 value = mime_value(str(mime), data)
                 if value is not None:
                     bundle[str(mime)] = value
+            except Exception:
+                pass
         for name, mime in REPR_METHODS:
             if mime not in bundle:
-                value = mime_value(mime, call_repr(obj, name))
+                try:
+                    value = mime_value(mime, call_repr(obj, name))
+                except Exception:
+                    value = None
                 if value is not None:
                     bundle[mime] = value
         figure = sys.modules.get("matplotlib.figure")
-        if figure is not None and isinstance(obj, figure.Figure):
+        if figure is not None and issubclass(type(obj), figure.Figure):
             import corral_mpl
             bundle.update(corral_mpl.figure_bundle(obj))
     try:
         text = repr(obj)
     except Exception as e:
-        text = f"<{type(obj).__name__} object; its repr failed: {e!r}>"
+        why = readable(lambda: repr(e), UNDISPLAYABLE)
+        text = f"<{type_name(obj)} object; its repr failed: {why}>"
     bundle["text/plain"] = cut(text)
     return bundle
 
@@ -306,17 +321,57 @@ def prune(te, seen):
         prune(sub, seen)
 
 
-def report_error(exc):
+UNDISPLAYABLE = "<an exception that cannot be displayed>"
+
+
+def readable(read, fallback):
+    """read() as a plain str, or fallback. Reading an exception runs the
+    cell's code (__str__, properties such as __notes__ or __cause__, a
+    metaclass's __name__), which may raise anything, SystemExit and
+    KeyboardInterrupt included (no real SIGINT is raised here: the cell is
+    over), or return a str subclass whose own methods raise later."""
+    try:
+        text = read()
+        if isinstance(text, str):
+            return "".join((text,))  # an exact str, whatever the subclass
+    except BaseException:
+        pass
+    return fallback
+
+
+def type_name(obj):
+    """The name of obj's class as the interpreter knows it: a metaclass may
+    turn __name__ into anything."""
+    return type.__dict__["__name__"].__get__(type(obj))
+
+
+def format_error(exc):
     te = traceback.TracebackException(type(exc), exc, exc.__traceback__, compact=True)
     prune(te, set())
-    text = "".join(te.format())
+    return "".join(te.format())
+
+
+def bare_traceback(exc, name):
+    """The frames alone, for an exception that cannot be formatted: read
+    through BaseException's own descriptor, not the cell's properties."""
+    tb = BaseException.__dict__["__traceback__"].__get__(exc)
+    frames = [f for f in traceback.extract_tb(tb) if f.filename != DRIVER_FILE]
+    first = next((i for i, f in enumerate(frames) if f.filename.startswith("<cell-")), 0)
+    return ("Traceback (most recent call last):\n" + "".join(traceback.format_list(frames[first:]))
+            + f"{name}: {UNDISPLAYABLE}\n")
+
+
+def report_error(exc):
+    """Never raises: the cell must end with "done", or the supervisor waits
+    for it and then kills the driver, with the session's state."""
+    name = type_name(exc)
+    text = readable(lambda: format_error(exc), None)
+    if text is None:
+        text = readable(lambda: bare_traceback(exc, name), f"{name}: {UNDISPLAYABLE}\n")
     flush_streams()
     write_fd(2, text.encode("utf-8", "replace"))
-    try:
-        value = str(exc)
-    except Exception:
-        value = f"<{type(exc).__name__}; its str() failed>"
-    send({"type": "error", "id": state.cell_id, "name": type(exc).__name__,
+    value = readable(lambda: str(exc), f"<{name}; its str() failed>")
+    send({"type": "error", "id": state.cell_id, "name": name,
           "value": cut(value), "traceback": cut(text)})
 
 
@@ -336,15 +391,16 @@ def write_fd(fd, data):
 
 def flush_streams():
     """Everything the cell printed reaches the pipes before "done"."""
+    # BaseException: a cell's own sys.stdout may raise anything from flush
     for stream in {id(s): s for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)}.values():
         try:
             stream.flush()
-        except Exception:
+        except BaseException:
             pass
     if "ctypes" in sys.modules:  # C code the cell called may buffer in stdio
         try:
             sys.modules["ctypes"].CDLL(None).fflush(None)
-        except Exception:
+        except BaseException:
             pass
 
 
@@ -372,12 +428,14 @@ def execute(req):
     except BaseException as exc:  # the cell's errors, sys.exit included, end the cell only
         if os.getpid() != DRIVER_PID:
             leave_child(1)
-        interrupted = isinstance(exc, KeyboardInterrupt) or state.sigint_seen
+        # issubclass of the real type: isinstance() would read the
+        # exception's __class__, which the cell may have made a property
+        interrupted = issubclass(type(exc), KeyboardInterrupt) or state.sigint_seen
         status = "interrupted" if interrupted else "error"
         report_error(exc)
         try:
             flush_figures()  # the figures of a failed cell are shown too
-        except Exception:
+        except BaseException:
             pass
     if os.getpid() != DRIVER_PID:
         leave_child(0)
