@@ -228,7 +228,7 @@ json_t *cr_mcp_handle_ex(cr_mcp *m, json_t *msg, bool *busy) {
         return NULL;
       }
       if (!r && err.errnum == EAGAIN) {
-        resp = error_response(id, -32000, "Too many executions running: retry shortly");
+        resp = error_response(id, -32000, err.msg);
         if (busy)
           *busy = true;
       } else if (!r) {

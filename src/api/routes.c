@@ -472,7 +472,9 @@ static void *oneshot_worker(void *arg) {
  * session hold none, and the slot is back before the next cell's turn. */
 static int take_slot_on_turn(void *ctx, cr_err *err) {
   if (cr_api_acquire(ctx) < 0)
-    return cr_fail(err, 0, "too many executions running and waiting: retry later");
+    return cr_fail(err, 0, "%s",
+                   cr_api_draining(ctx) ? "the server is shutting down: this code did not run"
+                                        : "too many executions running and waiting: retry later");
   return 0;
 }
 
@@ -725,6 +727,9 @@ static enum MHD_Result route_execute(cr_api *a, struct MHD_Connection *c, req *r
   }
   if (cr_api_acquire(a) < 0) {
     stream_free(st);
+    if (cr_api_draining(a))
+      return respond_error(a, c, r, 503, "shutting_down",
+                           "the server is shutting down: this code did not run; retry elsewhere");
     return respond_error(a, c, r, 429, "too_many_requests",
                          "%zu executions are running and %zu waiting, the server's maximum: "
                          "retry later",
@@ -792,7 +797,8 @@ static void *grade_pool_worker(void *arg) {
 static void *grade_job_run(grade_job *g) {
   cr_err err = {0};
   if (cr_api_acquire(g->a) < 0) {
-    snprintf(g->err, sizeof g->err, "too many executions running");
+    snprintf(g->err, sizeof g->err, "%s",
+             cr_api_draining(g->a) ? "the server is shutting down" : "too many executions running");
     return NULL;
   }
   double t0 = cr_now_s();
@@ -1035,18 +1041,11 @@ static enum MHD_Result route_session_open(cr_api *a, struct MHD_Connection *c, r
   o.env = envv;
   char id[40];
   cr_err err = {0};
-  if (cr_api_sessions(a) >= a->o.max_sessions) {
-    ret = respond_error(a, c, r, 429, "too_many_sessions",
-                        "the server has its maximum of %zu sessions open (MCP sessions count "
-                        "too); close one or wait for one to expire",
-                        a->o.max_sessions);
-    goto out;
-  }
   if (cr_mgr_open(a->mgr, &o, json_is_number(ttl) ? json_number_value(ttl) : 0, r->caller, id,
                   &err) < 0) {
     /* The server's maximum, a bad value, or the sandbox itself failing to
      * start (a server problem, not the request's). */
-    bool full = strstr(err.msg, "maximum") != NULL;
+    bool full = err.errnum == EUSERS;
     bool bad = strstr(err.msg, "out of range") != NULL;
     ret = respond_error(a, c, r, full ? 429 : bad ? 400 : 500,
                         full ? "too_many_sessions" : bad ? "invalid_request" : "internal", "%s",
@@ -1123,7 +1122,10 @@ static enum MHD_Result route_session_execute(cr_api *a, struct MHD_Connection *c
                                      &err);
       cr_mgr_touch(a->mgr, s);
       cr_mgr_release(a->mgr, s);
-      if (rc < 0 && err.errnum == EAGAIN) {
+      if (rc < 0 && err.errnum == EAGAIN && cr_api_draining(a)) {
+        cr_result_free(&res);
+        ret = respond_error(a, c, r, 503, "shutting_down", "%s", err.msg);
+      } else if (rc < 0 && err.errnum == EAGAIN) {
         cr_result_free(&res);
         ret = respond_error(a, c, r, 429, "too_many_requests", "%s", err.msg);
       } else if (rc < 0 && err.errnum == ESHUTDOWN) {
@@ -1457,6 +1459,13 @@ static json_t *rpc_error(int code, const char *msg) {
 }
 
 /* Borrows an MCP session by id for owner (refs++); false if there is none. */
+/* An MCP connection ends: its sandboxes close and its place under
+ * --max-sessions is given back. */
+static void mcp_conn_free(cr_api *a, struct cr_mcp *m) {
+  cr_mcp_free(m);
+  cr_mgr_unreserve(a->mgr);
+}
+
 static bool mcp_get(cr_api *a, const char *id, const char *owner) {
   bool found = false;
   pthread_mutex_lock(&a->lock);
@@ -1496,15 +1505,10 @@ static void mcp_put(cr_api *a, const char *id) {
       break;
     }
   pthread_mutex_unlock(&a->lock);
-  cr_mcp_free(victim); /* closes its sandboxes */
+  if (victim)
+    mcp_conn_free(a, victim); /* closes its sandboxes */
 }
 
-size_t cr_api_sessions(cr_api *a) {
-  pthread_mutex_lock(&a->lock);
-  size_t n = a->nmcps;
-  pthread_mutex_unlock(&a->lock);
-  return n + cr_mgr_count(a->mgr);
-}
 
 void cr_mcp_http_sweep(cr_api *a, double idle_s) {
   double now = cr_now_s();
@@ -1521,7 +1525,7 @@ void cr_mcp_http_sweep(cr_api *a, double idle_s) {
     if (!victim)
       return;
     cr_api_log(a, "mcp", "closing an MCP session idle for more than %g s", idle_s);
-    cr_mcp_free(victim); /* closes its sandboxes */
+    mcp_conn_free(a, victim); /* closes its sandboxes */
   }
 }
 
@@ -1536,7 +1540,7 @@ void cr_mcp_http_shut_all(cr_api *a) {
 
 void cr_mcp_http_free_all(cr_api *a) {
   for (size_t i = 0; i < a->nmcps; i++)
-    cr_mcp_free(a->mcps[i].m);
+    mcp_conn_free(a, a->mcps[i].m);
   free(a->mcps);
   a->mcps = NULL;
   a->nmcps = 0;
@@ -1595,8 +1599,10 @@ static enum MHD_Result route_mcp(cr_api *a, struct MHD_Connection *c, req *r,
                       NULL);
     }
     /* An MCP session holds sandboxes (one per language it uses): it
-     * counts against --max-sessions with the API's sessions. */
-    if (cr_api_sessions(a) >= a->o.max_sessions) {
+     * counts against --max-sessions with the API's sessions, reserved in
+     * the manager for its life (mcp_conn_free gives it back). */
+    cr_err rerr = {0};
+    if (cr_mgr_reserve(a->mgr, &rerr) < 0) {
       json_decref(msg);
       atomic_fetch_add(&a->m_rejected, 1);
       return mcp_json(a, c, r, 429,
@@ -1616,7 +1622,7 @@ static enum MHD_Result route_mcp(cr_api *a, struct MHD_Connection *c, req *r,
     json_t *resp = m ? cr_mcp_handle(m, msg) : NULL;
     json_decref(msg);
     if (!resp || json_object_get(resp, "error")) {
-      cr_mcp_free(m);
+      mcp_conn_free(a, m);
       return mcp_json(a, c, r, resp ? 400 : 500, resp ? resp : rpc_error(-32603, "out of memory"),
                       NULL);
     }
@@ -1636,7 +1642,7 @@ static enum MHD_Result route_mcp(cr_api *a, struct MHD_Connection *c, req *r,
     }
     pthread_mutex_unlock(&a->lock);
     if (!v) {
-      cr_mcp_free(m);
+      mcp_conn_free(a, m);
       json_decref(resp);
       return mcp_json(a, c, r, 500, rpc_error(-32603, "out of memory"), NULL);
     }
@@ -1661,9 +1667,7 @@ static enum MHD_Result route_mcp(cr_api *a, struct MHD_Connection *c, req *r,
   mcp_put(a, id);
   if (!resp)
     return mcp_empty(a, c, r, 202); /* a notification or a response */
-  if (busy)
-    atomic_fetch_add(&a->m_rejected, 1);
-  return mcp_json(a, c, r, busy ? 429 : 200, resp, NULL);
+  return mcp_json(a, c, r, !busy ? 200 : cr_api_draining(a) ? 503 : 429, resp, NULL);
 }
 
 /* ---- dispatch ------------------------------------------------------------- */
@@ -1812,6 +1816,9 @@ static enum MHD_Result first_call(cr_api *a, struct MHD_Connection *c, const cha
     return MHD_NO;
   r->t0 = cr_now_s();
   r->caller = "";
+  pthread_mutex_lock(&a->lock);
+  a->open_requests++;
+  pthread_mutex_unlock(&a->lock);
   snprintf(r->method, sizeof r->method, "%s", method);
   snprintf(r->path, sizeof r->path, "%.*s", (int)strcspn(url, "?"), url);
   *con_cls = r;
@@ -1899,6 +1906,9 @@ void cr_api_completed(void *cls, struct MHD_Connection *c, void **con_cls,
   body_release(a, r);
   free(r);
   *con_cls = NULL;
+  pthread_mutex_lock(&a->lock);
+  a->open_requests--;
+  pthread_mutex_unlock(&a->lock);
 }
 
 /* ---- E2B's code-interpreter protocol (the --e2b-port) --------------------
@@ -2042,13 +2052,21 @@ static char *e2b_env_code(const char *lang, json_t *vars, bool set) {
         ok = ok && (isalnum((unsigned char)*p) || *p == '_');
       if (!ok || !json_is_string(v))
         continue;
+      /* The value it had before (HOME, PATH...) comes back after the
+       * cell; one it did not have is unset again. */
       if (set) {
-        cr_buf_appendf(&b, "export %s='", k);
+        cr_buf_appendf(&b,
+                       "if [ -n \"${%s+x}\" ]; then __corral_had_%s=1; __corral_old_%s=$%s; "
+                       "else __corral_had_%s=; fi\nexport %s='",
+                       k, k, k, k, k, k);
         for (const char *p = json_string_value(v); *p; p++)
           cr_buf_append(&b, *p == '\'' ? "'\\''" : p, *p == '\'' ? 4 : 1);
         cr_buf_append(&b, "'\n", 2);
       } else {
-        cr_buf_appendf(&b, "unset %s\n", k);
+        cr_buf_appendf(&b,
+                       "if [ -n \"$__corral_had_%s\" ]; then %s=$__corral_old_%s; else unset %s; "
+                       "fi\nunset __corral_had_%s __corral_old_%s\n",
+                       k, k, k, k, k, k);
       }
     }
     if (!b.len)
@@ -2095,7 +2113,7 @@ static enum MHD_Result e2b_execute(cr_api *a, struct MHD_Connection *c, req *r) 
     }
     if (e2b_default(a, r->caller, ours, id, &err) < 0) {
       json_decref(j);
-      return e2b_text(a, c, r, 500, err.msg);
+      return e2b_text(a, c, r, err.errnum == EUSERS ? 429 : 500, err.msg);
     }
   }
   cr_session *s = cr_mgr_get(a->mgr, id, r->caller, &err);
@@ -2204,10 +2222,8 @@ enum MHD_Result cr_e2b_handler(void *cls, struct MHD_Connection *c, const char *
     o.memory_bytes = a->o.default_memory_bytes;
     o.output_limit = a->o.output_limit;
     char id[40];
-    if (cr_api_sessions(a) >= a->o.max_sessions)
-      return e2b_text(a, c, r, 429, "too many contexts: the server has --max-sessions open");
     if (cr_mgr_open(a->mgr, &o, 86400, r->caller, id, &err) < 0)
-      return e2b_text(a, c, r, strstr(err.msg, "maximum") ? 429 : 500, err.msg);
+      return e2b_text(a, c, r, err.errnum == EUSERS ? 429 : 500, err.msg);
     atomic_fetch_add(&a->m_sandboxes, 1);
     cr_session_info info;
     if (cr_mgr_info(a->mgr, id, r->caller, &info, &err) < 0)

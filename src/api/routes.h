@@ -47,6 +47,7 @@ typedef struct cr_api {
   pthread_mutex_t lock;
   pthread_cond_t cv;
   size_t running, waiting, active_streams;
+  size_t open_requests; /* requests begun and not yet answered (a drain waits for them) */
   bool draining, cancel_all;
   int *cancels;
   size_t ncancels;
@@ -68,7 +69,11 @@ typedef struct cr_api {
 /* The caller's name for a valid key ("" without keys), NULL if refused. */
 const char *cr_api_auth(cr_api *a, const char *authorization);
 /* A slot for an execution: 0, or -1 when the queue is full (429). */
+/* An execution slot: 0, or -1 when the queue is full or the server is
+ * draining (cr_api_draining tells which; a draining server starts nothing
+ * new). */
 int cr_api_acquire(cr_api *a);
+bool cr_api_draining(cr_api *a);
 void cr_api_release(cr_api *a);
 void cr_api_track_cancel(cr_api *a, int fd, bool add);
 void cr_api_count(cr_api *a, const cr_result *r, double secs);
@@ -93,9 +98,6 @@ void cr_mcp_http_free_all(cr_api *a);
  * closed; draining: all are shut (their running calls stopped). */
 void cr_mcp_http_sweep(cr_api *a, double idle_s);
 void cr_mcp_http_shut_all(cr_api *a);
-/* Sessions of every kind at once (manager sessions and MCP sessions), for
- * --max-sessions. */
-size_t cr_api_sessions(cr_api *a);
 #define CR_MCP_IDLE_S 600.0
 /* The default python context, which E2B clients expect to exist at start. */
 int cr_e2b_prepare(cr_api *a, cr_err *err);

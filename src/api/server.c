@@ -113,6 +113,13 @@ const char *cr_api_auth(cr_api *a, const char *authorization) {
 
 int cr_api_acquire(cr_api *a) {
   pthread_mutex_lock(&a->lock);
+  if (a->draining) {
+    /* Draining: what runs may finish, nothing new starts (its client gets
+     * 503 and may retry elsewhere). */
+    pthread_mutex_unlock(&a->lock);
+    atomic_fetch_add(&a->m_rejected, 1);
+    return -1;
+  }
   if (a->running >= a->o.max_concurrent) {
     if (a->waiting >= a->o.queue || a->draining) {
       pthread_mutex_unlock(&a->lock);
@@ -132,6 +139,13 @@ int cr_api_acquire(cr_api *a) {
   a->running++;
   pthread_mutex_unlock(&a->lock);
   return 0;
+}
+
+bool cr_api_draining(cr_api *a) {
+  pthread_mutex_lock(&a->lock);
+  bool d = a->draining;
+  pthread_mutex_unlock(&a->lock);
+  return d;
 }
 
 void cr_api_release(cr_api *a) {
@@ -417,8 +431,10 @@ int cr_server_run(const cr_server_opts *o, cr_err *err) {
   cr_api_log(a, "server", "%s: draining (grace %g s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              o->drain_grace_s);
 
-  /* Drain: no new connections; running executions get the grace period,
-   * then are stopped; then every session is closed. */
+  /* Drain: no new connections, nothing new starts; what runs and every
+   * request begun gets the grace period, then what runs is stopped, what
+   * waits does not run, every session is closed, and the answers to all
+   * that go out before the connections are closed. */
   mhd->quiesce_daemon(a->d);
   if (a->e2b)
     mhd->quiesce_daemon(a->e2b);
@@ -429,7 +445,7 @@ int cr_server_run(const cr_server_opts *o, cr_err *err) {
   double deadline = cr_now_s() + o->drain_grace_s;
   for (;;) {
     pthread_mutex_lock(&a->lock);
-    size_t busy = a->running + a->active_streams;
+    size_t busy = a->running + a->active_streams + a->open_requests;
     pthread_mutex_unlock(&a->lock);
     if (busy == 0 || cr_now_s() >= deadline)
       break;
@@ -447,6 +463,19 @@ int cr_server_run(const cr_server_opts *o, cr_err *err) {
   /* Past the grace: what runs is stopped and what waits does not run. */
   cr_mgr_shut_all(a->mgr);
   cr_mcp_http_shut_all(a);
+  /* Stopped executions answer within moments (a kill, a reap): let those
+   * answers out rather than cut every connection under them. Bounded: a
+   * client that does not read its answer cannot hold the exit. */
+  double answered_by = cr_now_s() + 5;
+  for (;;) {
+    pthread_mutex_lock(&a->lock);
+    size_t open = a->open_requests + a->active_streams;
+    pthread_mutex_unlock(&a->lock);
+    if (open == 0 || cr_now_s() >= answered_by)
+      break;
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+  }
   mhd->stop_daemon(a->d);
   if (a->e2b)
     mhd->stop_daemon(a->e2b);

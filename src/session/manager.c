@@ -140,15 +140,9 @@ int cr_mgr_open(cr_session_mgr *m, const cr_session_opts *o, double ttl_s, const
   if (ttl_s < 0 || ttl_s > m->o.max_lifetime_s)
     return cr_fail(err, 0, "ttl %.3g s is out of range: give 0 (the default, %g s) up to %g s",
                    ttl_s, m->o.default_ttl_s, m->o.max_lifetime_s);
-  pthread_mutex_lock(&m->lock);
-  if (m->count >= m->o.max_sessions) {
-    pthread_mutex_unlock(&m->lock);
-    return cr_fail(err, 0, "the server already has %zu sessions open, its maximum: close one "
-                           "(or wait for idle ones to expire) and try again",
-                   m->o.max_sessions);
-  }
-  m->count++; /* reserved while the sandbox starts, outside the lock */
-  pthread_mutex_unlock(&m->lock);
+  if (cr_mgr_reserve(m, err) < 0)
+    return -1;
+  /* reserved while the sandbox starts, outside the lock */
 
   entry *e = calloc(1, sizeof *e);
   cr_session *s = NULL;
@@ -238,6 +232,28 @@ int cr_mgr_close(cr_session_mgr *m, const char *id, const char *owner, cr_err *e
     }
   pthread_mutex_unlock(&m->lock);
   return cr_fail(err, 0, "no open session with id '%.40s'", id);
+}
+
+int cr_mgr_reserve(cr_session_mgr *m, cr_err *err) {
+  pthread_mutex_lock(&m->lock);
+  if (m->count >= m->o.max_sessions) {
+    pthread_mutex_unlock(&m->lock);
+    cr_fail(err, 0, "the server already has %zu sessions open, its maximum (MCP sessions and "
+                    "E2B contexts count too): close one (or wait for idle ones to expire) and "
+                    "try again",
+            m->o.max_sessions);
+    err->errnum = EUSERS; /* for callers to tell; not part of the message */
+    return -1;
+  }
+  m->count++;
+  pthread_mutex_unlock(&m->lock);
+  return 0;
+}
+
+void cr_mgr_unreserve(cr_session_mgr *m) {
+  pthread_mutex_lock(&m->lock);
+  m->count--;
+  pthread_mutex_unlock(&m->lock);
 }
 
 size_t cr_mgr_count(cr_session_mgr *m) {

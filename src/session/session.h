@@ -141,7 +141,8 @@ void cr_mgr_free(cr_session_mgr *m);
 
 /* ttl_s 0 = the manager's default. id receives a printable id ("s-...").
  * owner (may be NULL) is who may see the session: a get, list or close
- * with another owner behaves as if the session did not exist. */
+ * with another owner behaves as if the session did not exist. At the
+ * maximum: -1 with errnum EUSERS. */
 int cr_mgr_open(cr_session_mgr *m, const cr_session_opts *o, double ttl_s, const char *owner,
                 char id[40], cr_err *err);
 /* Borrows a session: it stays open until cr_mgr_release, even if it expires
@@ -171,6 +172,12 @@ void cr_mgr_shut_all(cr_session_mgr *m);
 /* Counts an execution (for info). */
 void cr_mgr_touch(cr_session_mgr *m, cr_session *s);
 size_t cr_mgr_count(cr_session_mgr *m);
+/* A place under the maximum for a session held outside the manager (an MCP
+ * connection's toolbox): counted by cr_mgr_count and against every open,
+ * in one check under the manager's lock. -1 when full (errnum EUSERS, as
+ * for cr_mgr_open). Give it back with cr_mgr_unreserve. */
+int cr_mgr_reserve(cr_session_mgr *m, cr_err *err);
+void cr_mgr_unreserve(cr_session_mgr *m);
 /* Closes expired sessions now (the reaper calls it); returns how many. */
 size_t cr_mgr_reap(cr_session_mgr *m);
 

@@ -1210,19 +1210,26 @@ def test_sigterm_drains(pids_fence):
         sid = s.open_session({"env": marker_env(m)})["id"]
         s.cell(sid, "x = 1")
 
-        def run(name, code):
+        def run(name, path, body):
             try:
-                out[name] = s.post("/v1/execute", {"code": code, "timeout_s": 120, "env": marker_env(m)}, timeout=60)
+                out[name] = s.post(path, body, timeout=60)
             except (OSError, http.client.HTTPException) as e:
                 out[name] = e
 
-        ts = [threading.Thread(target=run, args=("short", "import time\ntime.sleep(2)\nprint('finished')")),
-              threading.Thread(target=run, args=("long", "import time\nwhile True: time.sleep(0.1)"))]
+        one = lambda code: {"code": code, "timeout_s": 120, "env": marker_env(m)}
+        cell = f"/v1/sessions/{sid}/execute"
+        ts = [threading.Thread(target=run, args=("short", "/v1/execute", one("import time\ntime.sleep(2)\nprint('finished')"))),
+              threading.Thread(target=run, args=("long", "/v1/execute", one("import time\nwhile True: time.sleep(0.1)"))),
+              threading.Thread(target=run, args=("cell", cell, {"code": "import time\nwhile True: time.sleep(0.1)"}))]
         for t in ts:
             t.start()
-        h = s.wait_running(lambda n: n == 2, 10)
-        assert h["running"] == 2, h
-        time.sleep(0.3)
+        h = s.wait_running(lambda n: n == 3, 10)
+        assert h["running"] == 3, h
+        # a cell queued behind the endless one on the same session
+        tq = threading.Thread(target=run, args=("queued", cell, {"code": "print('queued ran')"}))
+        tq.start()
+        ts.append(tq)
+        time.sleep(0.5)
         t0 = time.monotonic()
         s.sigterm()
         time.sleep(0.5)
@@ -1240,9 +1247,15 @@ def test_sigterm_drains(pids_fence):
         short = out.get("short")
         assert isinstance(short, tuple) and short[0] == 200 and short[2]["status"] == "ok" and \
             short[2]["stdout"] == "finished\n", f"the running execution was not let finish: {short!r:.1000}"
-        long = out.get("long")
-        if isinstance(long, tuple):
-            assert long[0] == 200 and long[2]["status"] != "ok", f"the endless run: {long!r:.1000}"
+        # Past the grace, what still runs is stopped and answered, not cut off;
+        # what waits does not run and is told so.
+        for name in ("long", "cell"):
+            r = out.get(name)
+            assert isinstance(r, tuple) and r[0] == 200 and r[2]["status"] == "interrupted", \
+                f"the endless {name} was not stopped and answered: {r!r:.1000}"
+        q = out.get("queued")
+        assert isinstance(q, tuple) and q[0] == 409 and q[2]["error"]["code"] == "session_closed", \
+            f"the queued cell: {q!r:.1000}"
         assert elapsed > 1.5, "the server exited before the short execution could finish"
         assert not wait_no_env(needle(m), 3), "sandbox processes outlived the drained server"
         assert not corral_cgroups_of(s.pid), f"cgroups left: {corral_cgroups_of(s.pid)}"

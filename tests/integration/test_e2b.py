@@ -95,3 +95,45 @@ def test_env_vars_apply_to_their_own_execution_only(server):
     assert outs.get("slow", "").strip() == "secret-x", outs
     assert outs["other"].strip() == "None", f"another request saw the env_vars: {outs}"
     assert _e2b_execute(server, "import os\nprint(os.environ.get('ONLY_MINE'))", "python").strip() == "None"
+
+
+@pytest.mark.parametrize("language,show", [
+    ("bash", 'echo "$HOME|${NEW_ONE-unset}|$Q"'),
+    ("python", "import os\nprint(os.environ['HOME'] + '|' + os.environ.get('NEW_ONE', 'unset') + '|' + os.environ.get('Q', ''))"),
+    ("javascript", "console.log(process.env.HOME + '|' + (process.env.NEW_ONE ?? 'unset') + '|' + (process.env.Q ?? ''))"),
+])
+def test_env_vars_give_back_the_values_they_replaced(server, language, show):
+    # A variable that existed (HOME) gets its value back after the cell; one
+    # that did not is unset again; quotes in values survive.
+    before = _e2b_execute(server, show, language).strip()
+    assert before.startswith("/workspace|unset|"), before
+    during = _e2b_execute(server, show, language,
+                          {"HOME": "/tmp/elsewhere", "NEW_ONE": "it's \"new\"", "Q": "a b"}).strip()
+    assert during == "/tmp/elsewhere|it's \"new\"|a b", during
+    after = _e2b_execute(server, show, language).strip()
+    assert after == before, f"env_vars were not restored: {before!r} -> {after!r}"
+
+
+def test_default_contexts_count_against_max_sessions():
+    # --max-sessions 2 with the warm default python context open: one REST
+    # session fills it, and a first bash execute must not open a third.
+    e2b = free_port()
+    api = free_port()
+    with serving(["--listen", f"127.0.0.1:{api}", "--e2b-port", str(e2b), "--max-sessions", "2"],
+                 b"E2B code-interpreter protocol"):
+        c = http.client.HTTPConnection("127.0.0.1", api, timeout=60)
+        c.request("POST", "/v1/sessions", body="{}", headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        assert r.status in (200, 201), (r.status, r.read())
+        r.read()
+        c.request("GET", "/healthz")
+        h = json.loads(c.getresponse().read())
+        c.close()
+        assert h["sessions"] == 2, h
+        c = http.client.HTTPConnection("127.0.0.1", e2b, timeout=60)
+        c.request("POST", "/execute", body=json.dumps({"code": "echo hi", "language": "bash"}),
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        body = r.read()
+        c.close()
+        assert r.status == 429 and b"maximum" in body, (r.status, body)
