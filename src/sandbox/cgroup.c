@@ -218,9 +218,16 @@ static void detect_v1(const proc_text *t, cr_host_info *h) {
   }
   if (h->cg_memory || h->cg_pids) {
     h->cg_mode = CR_CG_V1;
-    snprintf(h->cg_note, sizeof h->cg_note, "cgroup v1: memory %s, pids %s",
+    /* Said here so that `corral doctor` shows it; each run's enforced_by
+     * says it again from what the run itself found. */
+    char probe[600];
+    snprintf(probe, sizeof probe, "%s/memory.kmem.tcp.limit_in_bytes", h->cg_mem_base);
+    bool tcp = !h->cg_memory || access(probe, F_OK) == 0;
+    snprintf(h->cg_note, sizeof h->cg_note, "cgroup v1: memory %s, pids %s%s",
              h->cg_memory ? h->cg_mem_base : "unavailable",
-             h->cg_pids ? h->cg_pids_base : "unavailable");
+             h->cg_pids ? h->cg_pids_base : "unavailable",
+             tcp ? "" : "; socket buffers unaccounted (a kernel without kmem accounting: "
+                        "no memory.kmem.tcp.limit_in_bytes)");
   } else {
     h->cg_mem_base[0] = h->cg_pids_base[0] = '\0';
   }
@@ -270,6 +277,45 @@ void cr_cg_detect(cr_host_info *h) {
     sweep_stale(h->cg_pids_base);
 }
 
+int cr_cg_limit_memory(const char *dir, cr_cg_mode mode, bool swap, uint64_t bytes,
+                       bool *tcp_unaccounted, cr_err *err) {
+  char v[32];
+  int rc;
+  *tcp_unaccounted = false;
+  snprintf(v, sizeof v, "%llu", (unsigned long long)bytes);
+  if (mode == CR_CG_V2) {
+    if ((rc = write_file(dir, "memory.max", v)) < 0)
+      return cr_fail(err, -rc, "setting memory.max of cgroup %s", dir);
+    /* No swap: a program over its limit is killed, not slowed to a crawl.
+     * Where detection found swap accounting the file must take the value;
+     * without it (enforced_by says "no swap limit") there is none to set. */
+    if (swap && (rc = write_file(dir, "memory.swap.max", "0")) < 0)
+      return cr_fail(err, -rc, "setting memory.swap.max of cgroup %s", dir);
+    return 0;
+  }
+  if ((rc = write_file(dir, "memory.limit_in_bytes", v)) < 0)
+    return cr_fail(err, -rc, "setting memory.limit_in_bytes of cgroup %s", dir);
+  if (swap && (rc = write_file(dir, "memory.memsw.limit_in_bytes", v)) < 0)
+    return cr_fail(err, -rc, "setting memory.memsw.limit_in_bytes of cgroup %s", dir);
+  /* v1 does not count socket buffers in the limit above (v2 does):
+   * without this, loopback TCP held 256 MiB in a 64 MiB sandbox, bounded
+   * only by the host-wide TCP memory every socket shares. A quarter of the
+   * limit, so the whole stays within 1.25x of it. Only a kernel without
+   * kmem accounting (no such file) may go without, and the run then says
+   * so in enforced_by; any other failure is a wall that did not go up. */
+  char tcp[32];
+  snprintf(tcp, sizeof tcp, "%llu", (unsigned long long)(bytes / 4));
+  rc = write_file(dir, "memory.kmem.tcp.limit_in_bytes", tcp);
+  if (rc == -ENOENT) {
+    *tcp_unaccounted = true;
+    return 0;
+  }
+  if (rc < 0)
+    return cr_fail(err, -rc, "setting memory.kmem.tcp.limit_in_bytes (socket buffers) of cgroup %s",
+                   dir);
+  return 0;
+}
+
 static atomic_uint g_seq;
 
 int cr_cg_create(const cr_host_info *h, cr_sb *sb, const cr_sb_limits *lim, cr_err *err) {
@@ -289,27 +335,11 @@ int cr_cg_create(const cr_host_info *h, cr_sb *sb, const cr_sb_limits *lim, cr_e
       sb->cg_mem[0] = '\0';
       return cr_fail(err, e, "creating memory cgroup %s/%s", h->cg_mem_base, name);
     }
-    if (lim->memory_bytes) {
-      snprintf(v, sizeof v, "%llu", (unsigned long long)lim->memory_bytes);
-      if (h->cg_mode == CR_CG_V2) {
-        /* No swap: a program over its limit is killed, not slowed to a crawl. */
-        if ((rc = write_file(sb->cg_mem, "memory.max", v)) < 0)
-          goto fail_mem;
-        write_file(sb->cg_mem, "memory.swap.max", "0");
-      } else {
-        if ((rc = write_file(sb->cg_mem, "memory.limit_in_bytes", v)) < 0)
-          goto fail_mem;
-        if (h->cg_swap && (rc = write_file(sb->cg_mem, "memory.memsw.limit_in_bytes", v)) < 0)
-          goto fail_mem;
-        /* v1 does not count socket buffers in the limit above (v2 does):
-         * without this, loopback TCP held 256 MiB in a 64 MiB sandbox,
-         * bounded only by the host-wide TCP memory every socket shares.
-         * A quarter of the limit, so the whole stays within 1.25x of it.
-         * Kernels without the file have no such accounting to enable. */
-        char tcp[32];
-        snprintf(tcp, sizeof tcp, "%llu", (unsigned long long)(lim->memory_bytes / 4));
-        write_file(sb->cg_mem, "memory.kmem.tcp.limit_in_bytes", tcp);
-      }
+    if (lim->memory_bytes &&
+        cr_cg_limit_memory(sb->cg_mem, h->cg_mode, h->cg_swap, lim->memory_bytes,
+                           &sb->cg_tcp_unaccounted, err) < 0) {
+      cr_cg_remove(sb);
+      return -1;
     }
   }
   if (h->cg_pids && lim->pids) {
@@ -331,9 +361,6 @@ int cr_cg_create(const cr_host_info *h, cr_sb *sb, const cr_sb_limits *lim, cr_e
     }
   }
   return 0;
-fail_mem:
-  cr_cg_remove(sb);
-  return cr_fail(err, -rc, "setting the memory limit of cgroup %s", name);
 }
 
 /* Moving another process into a cgroup takes the global threadgroup lock,

@@ -28,6 +28,13 @@ int cr_landlock_apply_child(int abi, const char **step);
 /* --- cgroup.c ------------------------------------------------------------- */
 void cr_cg_detect(cr_host_info *h);
 int cr_cg_create(const cr_host_info *h, cr_sb *sb, const cr_sb_limits *lim, cr_err *err);
+/* Writes the memory limit files of the group at dir (part of cr_cg_create;
+ * separate so that tests can point it at a directory of their own). Every
+ * failure fails, except a v1 kernel without socket-buffer accounting (no
+ * memory.kmem.tcp.limit_in_bytes): then *tcp_unaccounted is set, for
+ * enforced_by to say so. */
+int cr_cg_limit_memory(const char *dir, cr_cg_mode mode, bool swap, uint64_t bytes,
+                       bool *tcp_unaccounted, cr_err *err);
 /* Opens, for the child, the files through which it moves itself into its
  * cgroups (cgroup v1 "tasks"): fds[] get -1 where the parent must attach
  * instead (cr_cg_attach). */

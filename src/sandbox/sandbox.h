@@ -106,8 +106,11 @@ typedef struct cr_sb {
   cr_cg_mode cg_mode;
   char cg_mem[256];    /* cgroup directories created for this sandbox ("" if none) */
   char cg_pids[256];
+  bool cg_tcp_unaccounted;   /* cgroup v1 without socket-buffer accounting (old kernel) */
   int cg_stat_fds[4];   /* counters kept open while a session samples them (-1 = closed) */
-  const char *enforced_by;   /* static string: "cgroup-v2", "cgroup-v1", "rlimit" */
+  /* static string: "cgroup-v2", "cgroup-v1", "rlimit", with what is missing
+   * in parentheses ("cgroup-v1 (no swap limit)") */
+  const char *enforced_by;
   bool landlock;             /* Landlock was applied */
   int landlock_abi;
   struct timespec started;
@@ -207,7 +210,7 @@ typedef struct cr_host_info {
   bool root;                /* running as root: a fresh outside uid per sandbox */
   int cap_last_cap;
   char kernel[200];
-  char cg_note[256];        /* why cgroups are or are not used */
+  char cg_note[512];        /* why cgroups are or are not used */
   uintptr_t arg_start, arg_end, env_start, env_end;   /* this process's argv/environ strings */
 } cr_host_info;
 

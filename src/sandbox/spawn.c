@@ -728,11 +728,18 @@ int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
     free(plan);
     return -1;
   }
-  /* Honest about swap: without swap accounting a v1 group limits RAM only. */
-  sb->enforced_by = !h->cg_memory              ? "rlimit"
-                    : h->cg_mode == CR_CG_V2   ? "cgroup-v2"
-                    : h->cg_swap               ? "cgroup-v1"
-                                               : "cgroup-v1 (no swap limit)";
+  /* Honest about swap (without swap accounting a group limits RAM only)
+   * and, on v1, about socket buffers (a kernel without kmem accounting
+   * leaves them out of the limit). */
+  if (!h->cg_memory)
+    sb->enforced_by = "rlimit";
+  else if (h->cg_mode == CR_CG_V2)
+    sb->enforced_by = h->cg_swap ? "cgroup-v2" : "cgroup-v2 (no swap limit)";
+  else if (!sb->cg_tcp_unaccounted)
+    sb->enforced_by = h->cg_swap ? "cgroup-v1" : "cgroup-v1 (no swap limit)";
+  else
+    sb->enforced_by = h->cg_swap ? "cgroup-v1 (socket buffers unaccounted)"
+                                 : "cgroup-v1 (no swap limit, socket buffers unaccounted)";
   sb->landlock = h->landlock_abi > 0;
   sb->landlock_abi = h->landlock_abi;
 
