@@ -1,5 +1,4 @@
 /* corral run: one program in a fresh sandbox. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -13,6 +12,7 @@
 #include "cli/cli.h"
 #include "exec/exec.h"
 #include "exec/expect.h"
+#include "exec/workspace.h"
 #include "runtime/runtime.h"
 #include "sandbox/sandbox.h"
 #include "util/buf.h"
@@ -38,7 +38,11 @@ static const char usage[] =
     "      --raw-output       write the program's output to a terminal unchanged (by default\n"
     "                         control characters other than tab, newline and CR are shown as ^X)\n"
     "exit code: the program's; 124 timeout, 137 memory_limit, 123 output_limit,\n"
-    "122 wrong_answer, 130 interrupted, 125 sandbox_error, 2 usage error\n";
+    "122 wrong_answer, 130 interrupted, 125 sandbox_error, 121 --out files not copied,\n"
+    "2 usage error\n";
+
+/* --out was given and the files were not (all) copied there (docs/cli.md). */
+#define CR_EXIT_COPY_FAILED 121
 
 static int read_all(int fd, cr_buf *b) {
   char tmp[65536];
@@ -186,23 +190,11 @@ int cr_cli_run(int argc, char **argv) {
     goto out;
   }
   if (o.out_dir) {
-    /* Refused now rather than after the run, whose files would be lost. */
-    DIR *d = opendir(o.out_dir);
-    bool empty = true;
-    if (d) {
-      struct dirent *de;
-      while ((de = readdir(d)) != NULL)
-        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-          empty = false;
-      closedir(d);
-    } else if (errno != ENOENT) {
-      fprintf(stderr, "corral run: --out '%s': %s\n", o.out_dir, strerror(errno));
-      goto out;
-    }
-    if (!empty) {
-      fprintf(stderr, "corral run: --out '%s' is not empty: files are copied only into a new or "
-                      "empty directory, never over or beside files already there\n",
-              o.out_dir);
+    /* Refused now rather than after the run, whose files would be lost;
+     * the copy makes the same check again when it runs. */
+    cr_err oe = {0};
+    if (cr_ws_out_dir_check(o.out_dir, &oe) < 0) {
+      fprintf(stderr, "corral run: --out: %s\n", oe.msg);
       goto out;
     }
   }
@@ -310,9 +302,15 @@ int cr_cli_run(int argc, char **argv) {
     cr_tty_flush(&l.tty[1], 1);
     cr_tty_flush(&l.tty[2], 2);
     status_line(&res, &l.tty[2]);
+    if (res.files_copy_error)
+      fprintf(stderr, "corral run: files not copied out: %s\n", res.files_copy_error);
   }
   fflush(stdout);
   rc = exit_code_for(&res);
+  /* Whatever the run's status: a caller that asked for the files and did
+   * not get them must not read success from the exit code. */
+  if (res.files_copy_error)
+    rc = CR_EXIT_COPY_FAILED;
   goto out;
 
 oom:

@@ -544,19 +544,15 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
    * sandbox handed over (the sandbox itself is gone by now). */
   if (sb.ws_fd >= 0 && res->status != CR_ST_SANDBOX) {
     cr_ws_list after = {0};
-    if (cr_ws_scan(sb.ws_fd, &after, &e2) == 0 && cr_ws_diff(&before, &after, res) == 0 &&
-        spec->out_dir && cr_ws_copy_out(sb.ws_fd, res, spec->out_dir, spec->disk_bytes, &e2) < 0) {
-      /* The run itself is reported as it was; the copy failure goes to
-       * stderr of the result so it is not lost. */
-      char note[CR_ERR_MSG_MAX + 32];
-      int nl = snprintf(note, sizeof note, "\n[corral: %s]\n", e2.msg);
-      char *ne = realloc(res->err, res->err_len + (size_t)nl + 1);
-      if (ne) {
-        memcpy(ne + res->err_len, note, (size_t)nl + 1);
-        res->err = ne;
-        res->err_len += (size_t)nl;
-      }
-    }
+    int wrc = cr_ws_scan(sb.ws_fd, &after, &e2);
+    if (wrc == 0 && (wrc = cr_ws_diff(&before, &after, res)) < 0)
+      cr_fail(&e2, ENOMEM, "listing the files the program changed");
+    /* The run itself is reported as it was; files that were asked for and
+     * not (all) copied are said separately, so that no caller takes an
+     * empty or partial directory for the program's output. */
+    if (spec->out_dir && (wrc < 0 || cr_ws_copy_out(sb.ws_fd, res, spec->out_dir,
+                                                    spec->disk_bytes, &e2) < 0))
+      res->files_copy_error = strdup(e2.msg);
     cr_ws_list_free(&after);
   }
 

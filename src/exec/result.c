@@ -31,6 +31,7 @@ void cr_result_free(cr_result *r) {
   for (size_t i = 0; i < r->nfiles; i++)
     free(r->files[i].path);
   free(r->files);
+  free(r->files_copy_error);
   free(r->language);
   memset(r, 0, sizeof *r);
 }
@@ -102,6 +103,8 @@ json_t *cr_result_to_json(const cr_result *r) {
   json_object_set_new(o, "files", files);
   if (r->files_truncated)
     json_object_set_new(o, "files_truncated", json_true());
+  if (r->files_copy_error)
+    json_object_set_new(o, "files_copy_error", json_string(r->files_copy_error));
   json_t *l = json_object();
   json_object_set_new(l, "timeout_s", json_real(r->timeout_s));
   json_object_set_new(l, "cpu_s", json_real(r->cpu_s));

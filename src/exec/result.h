@@ -60,6 +60,9 @@ typedef struct cr_result {
   cr_file_entry *files;
   size_t nfiles;
   bool files_truncated;  /* more files changed than are listed */
+  /* Set when the files were to be copied out (--out) and were not, or not
+   * all of them: why. The run's own outcome is reported as it was. */
+  char *files_copy_error;
   /* limits in force */
   double timeout_s, cpu_s;
   uint64_t memory_bytes, output_bytes, disk_bytes;

@@ -199,24 +199,31 @@ static int copy_fd(int in, int out) {
   }
 }
 
-int cr_ws_copy_out(int ws_fd, const cr_result *res, const char *out_dir, uint64_t max_bytes,
-                   cr_err *err) {
-  uint64_t copied = 0;
-  if (mkdir(out_dir, 0755) < 0 && errno != EEXIST)
-    return cr_fail(err, errno, "creating the output directory %s", out_dir);
+/* Opens out_dir as the copy writes into it: the directory itself, never a
+ * symlink to one (the program's files would land wherever the link points
+ * at copy time), and only when it is empty: the program chooses the names,
+ * and in a directory that holds anything (a project, a git checkout) it
+ * could replace a build script or add a hook that runs on the host later.
+ * Returns the directory fd, or -1 with err filled. */
+static int open_out_dir(const char *out_dir, cr_err *err) {
   int od = open(out_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (od < 0)
-    return cr_fail(err, errno, "opening the output directory %s", out_dir);
-  /* Only into a new or empty directory: the program chooses the names, and
-   * in a directory that holds anything (a project, a git checkout) it could
-   * replace a build script or add a hook that runs on the host later. */
+  if (od < 0) {
+    int e = errno;
+    struct stat lst;
+    if ((e == ELOOP || e == ENOTDIR) && lstat(out_dir, &lst) == 0 && S_ISLNK(lst.st_mode))
+      return cr_fail(err, 0, "the output directory %s is a symbolic link: give the directory "
+                             "itself (links are never followed)",
+                     out_dir);
+    return cr_fail(err, e, "opening the output directory %s", out_dir);
+  }
   int probe = dup(od);
   DIR *pd = probe >= 0 ? fdopendir(probe) : NULL;
   if (!pd) {
+    int e = errno;
     if (probe >= 0)
       close(probe);
     close(od);
-    return cr_fail(err, errno, "reading the output directory %s", out_dir);
+    return cr_fail(err, e, "reading the output directory %s", out_dir);
   }
   struct dirent *de;
   bool empty = true;
@@ -228,10 +235,34 @@ int cr_ws_copy_out(int ws_fd, const cr_result *res, const char *out_dir, uint64_
   closedir(pd);
   if (!empty) {
     close(od);
-    return cr_fail(err, 0, "not copying files out: %s is not empty (files are copied only into a "
-                           "new or empty directory, never over or beside files already there)",
+    return cr_fail(err, 0, "the output directory %s is not empty: files are copied only into a "
+                           "new or empty directory, never over or beside files already there",
                    out_dir);
   }
+  return od;
+}
+
+int cr_ws_out_dir_check(const char *out_dir, cr_err *err) {
+  struct stat lst;
+  if (lstat(out_dir, &lst) < 0 && errno == ENOENT)
+    return 0; /* made by the copy */
+  int od = open_out_dir(out_dir, err);
+  if (od < 0)
+    return -1;
+  close(od);
+  return 0;
+}
+
+int cr_ws_copy_out(int ws_fd, const cr_result *res, const char *out_dir, uint64_t max_bytes,
+                   cr_err *err) {
+  uint64_t copied = 0;
+  if (mkdir(out_dir, 0755) < 0 && errno != EEXIST)
+    return cr_fail(err, errno, "creating the output directory %s", out_dir);
+  /* Checked again now: it was empty before the run, but something on the
+   * host may have written into it (or replaced it) meanwhile. */
+  int od = open_out_dir(out_dir, err);
+  if (od < 0)
+    return -1;
   struct stat wst;
   if (fstat(ws_fd, &wst) < 0) {
     close(od);

@@ -40,9 +40,15 @@ void cr_ws_list_free(cr_ws_list *l);
  * not change are left out. */
 int cr_ws_diff(const cr_ws_list *before, const cr_ws_list *after, cr_result *res);
 /* Copies res->files that were created or modified from ws_fd into out_dir
- * (created if missing), at most max_bytes in all. */
+ * (created if missing), at most max_bytes in all. out_dir must pass
+ * cr_ws_out_dir_check at the time of the copy too (something may have
+ * written into it during the run). */
 int cr_ws_copy_out(int ws_fd, const cr_result *res, const char *out_dir, uint64_t max_bytes,
                    cr_err *err);
+/* Whether out_dir may receive a run's files: it does not exist yet, or it is
+ * an empty directory that is not a symlink. The same test the copy makes,
+ * so a caller can refuse before the run instead of losing its files after. */
+int cr_ws_out_dir_check(const char *out_dir, cr_err *err);
 
 /* Opens path (relative, already validated with cr_sb_path_ok) under ws_fd
  * one component at a time, never following a symlink. With O_CREAT in

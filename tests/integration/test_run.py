@@ -6,6 +6,7 @@ import json
 import os
 import re
 import secrets
+import signal
 import stat
 import statistics
 import subprocess
@@ -13,7 +14,7 @@ import textwrap
 
 import pytest
 
-from conftest import MiB, corral_path, run_corral
+from conftest import OUR_CORRAL_PIDS, MiB, corral_path, run_corral
 
 ALLOWED_ENV = {"PATH", "HOME", "LANG", "TMPDIR", "USER", "MPLBACKEND", "PYTHONDONTWRITEBYTECODE"}
 
@@ -252,13 +253,70 @@ def test_out_dir_must_be_new_or_empty(corral_bin, tmp_path):
     assert (proj / ".git" / "config").read_text() == "[core]\n"
     assert (proj / "build.sh").read_text() == "echo safe\n"
     assert not (proj / ".git" / "hooks" / "pre-commit").exists()
-    # an empty one is fine, and a new one is made
+    # an empty one is fine, and a new one is made; what the program made
+    # executable arrives without the x bits (a copied script must not be
+    # runnable on the host by accident)
+    code_x = code + "os.chmod('build.sh', 0o755)\nassert os.stat('build.sh').st_mode & 0o111\n"
     for out in (tmp_path / "empty", tmp_path / "new"):
         if out.name == "empty":
             out.mkdir()
-        r = run_corral(["-o", out, "-c", code])
+        r = run_corral(["-o", out, "-c", code_x])
         assert r["status"] == "ok" and (out / "build.sh").read_text() == "touch /tmp/pwned\n", r.why()
-        assert os.stat(out / "build.sh").st_mode & 0o111 == 0, "copied files are never executable"
+        assert "files_copy_error" not in r.res, r.why()
+        assert os.stat(out / "build.sh").st_mode & 0o777 == 0o644, "copied files are never executable"
+
+
+def test_out_dir_filled_during_the_run_is_not_written(corral_bin, tmp_path):
+    """The out dir is empty when the run starts; a file appears in it while the
+    program runs. The copy must check again and refuse, leave the host's file
+    as it is, and say so: a non-zero exit and files_copy_error, never exit 0."""
+    out = tmp_path / "out"
+    out.mkdir()
+    code = py("""
+        import sys, time
+        # one file each side of build.sh in name and in creation order, so
+        # that whatever order the copy takes, one comes before build.sh
+        open('a-before.txt', 'w').write('a\\n')
+        open('build.sh', 'w').write('touch /tmp/pwned\\n')
+        open('z-after.txt', 'w').write('z\\n')
+        print('ready', flush=True)
+        time.sleep(600)
+    """)
+    cmd = [corral_bin, "run", "--timeout", "120", "-o", str(out), "-c", code]
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    OUR_CORRAL_PIDS.add(p.pid)
+    try:
+        # The program is running (and has written its files) once it says so.
+        assert p.stdout.readline() == b"ready\n"
+        (out / "build.sh").write_text("echo safe\n")
+        # Ends the run (status interrupted); the copy is attempted only now,
+        # so the host file is certainly there before it.
+        p.send_signal(signal.SIGINT)
+        rest, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert rest == b"", err
+    assert p.returncode == 121, (p.returncode, err)
+    assert b"files not copied out" in err and b"not empty" in err, err
+    assert (out / "build.sh").read_text() == "echo safe\n", "the host file was replaced"
+    assert sorted(os.listdir(out)) == ["build.sh"], "files were copied beside the host's"
+
+
+def test_out_dir_symlink_is_refused_before_the_run(corral_bin, tmp_path):
+    # The copy never follows a link to the out dir, so the check before the
+    # run must refuse one too (else: a run, nothing copied, exit 0).
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    r = run_corral(["-o", link, "-c", "open('made.txt', 'w').write('x')\nprint('ran')"],
+                   json_mode=False)
+    assert r.rc == 2 and b"symbolic link" in r.err, r.why()
+    assert b"ran" not in r.out and b"corral: ok" not in r.err, "the program ran" + r.why()
+    assert list(real.iterdir()) == []
 
 
 def test_out_dir_never_receives_host_content_through_links(corral, tmp_path):
