@@ -23,6 +23,13 @@
 
 #ifdef CR_SECCOMP_GENERATOR
 #include <seccomp.h>
+#include <sys/resource.h>
+
+/* ioprio_set's `which` (include/uapi/linux/ioprio.h; the header is not in
+ * every distribution's kernel headers). */
+#define CR_IOPRIO_WHO_PROCESS 1
+#define CR_IOPRIO_WHO_PGRP 2
+#define CR_IOPRIO_WHO_USER 3
 
 /* Plain allow, no argument checks. Names unknown to the installed libseccomp
  * are skipped: the default action (ENOSYS) then applies, which is safe. */
@@ -38,9 +45,8 @@ static const char *const allow_plain[] = {
     "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd", "eventfd2", "signalfd",
     "signalfd4", "timerfd_create", "timerfd_settime", "timerfd_gettime", "inotify_init",
     "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "sched_yield",
-    "sched_getaffinity", "sched_setaffinity", "sched_getparam", "sched_setparam",
-    "sched_getscheduler", "sched_setscheduler", "sched_get_priority_max",
-    "sched_get_priority_min", "sched_rr_get_interval", "sched_getattr", "sched_setattr",
+    "sched_getaffinity", "sched_getparam", "sched_getscheduler", "sched_get_priority_max",
+    "sched_get_priority_min", "sched_rr_get_interval", "sched_getattr",
     "dup", "dup2", "dup3", "pause", "nanosleep", "clock_nanosleep", "getitimer", "setitimer",
     "alarm", "getpid", "getppid", "gettid", "getuid", "geteuid", "getgid", "getegid",
     "getresuid", "getresgid", "getgroups", "getpgid", "getpgrp", "getsid", "setpgid",
@@ -57,7 +63,7 @@ static const char *const allow_plain[] = {
     "fchmodat2", "chown", "fchown", "lchown", "fchownat", "umask", "mknod", "mknodat",
     "utime", "utimes", "utimensat", "futimesat", "gettimeofday", "time", "clock_gettime",
     "clock_getres", "getrlimit", "setrlimit", "getrusage", "sysinfo", "times",
-    "getpriority", "setpriority", "prctl", "arch_prctl", "futex", "futex_waitv",
+    "getpriority", "prctl", "arch_prctl", "futex", "futex_waitv",
     "set_robust_list", "get_robust_list", "set_tid_address", "restart_syscall", "rseq",
     "timer_create", "timer_settime", "timer_gettime", "timer_getoverrun", "timer_delete",
     "getrandom", "memfd_create", "membarrier", "copy_file_range", "splice", "tee",
@@ -68,7 +74,7 @@ static const char *const allow_plain[] = {
     "msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend",
     "mq_timedreceive", "mq_notify", "mq_getsetattr", "pidfd_open", "pidfd_send_signal",
     "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self", "seccomp",
-    "set_thread_area", "get_thread_area", "ioprio_get", "ioprio_set", "name_to_handle_at",
+    "set_thread_area", "get_thread_area", "ioprio_get", "name_to_handle_at",
     "cachestat", "map_shadow_stack",
 };
 
@@ -108,6 +114,33 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsi
   /* -EEXIST (duplicate) is harmless; -EACCES means the action is the
    * default one, which then applies anyway. */
   return rc == -EEXIST || rc == -EACCES ? 0 : rc;
+}
+
+/* Rules for a call whose argument `arg` names a process: allowed unless it
+ * names PID 1, which is then refused with EPERM. The kernel reads a pid as
+ * a 32-bit pid_t and ignores the high half of the register, so only the
+ * low 32 bits are compared (1 | 1<<32 is PID 1 too). libseccomp lets an
+ * unconditional allow shadow a conditional denial, so the allow is written
+ * as the complement, as for ioctl: the low half is 0 (the caller itself),
+ * or one of its bits 1-31 is set (anything but 0 and 1). `pre` (may be
+ * NULL) is a condition on another argument that every rule also has. */
+static int add_not_pid1(scmp_filter_ctx ctx, const char *name, unsigned arg,
+                        const struct scmp_arg_cmp *pre) {
+  int rc;
+  unsigned n = pre ? 2 : 1;
+  struct scmp_arg_cmp a[2];
+  if (pre)
+    a[1] = *pre;
+  a[0] = SCMP_CMP64(arg, SCMP_CMP_MASKED_EQ, 0xffffffffu, 0);
+  if ((rc = add_rule(ctx, SCMP_ACT_ALLOW, name, n, a)) < 0)
+    return rc;
+  for (unsigned b = 1; b < 32; b++) {
+    a[0] = SCMP_CMP64(arg, SCMP_CMP_MASKED_EQ, 1u << b, 1u << b);
+    if ((rc = add_rule(ctx, SCMP_ACT_ALLOW, name, n, a)) < 0)
+      return rc;
+  }
+  a[0] = SCMP_CMP64(arg, SCMP_CMP_MASKED_EQ, 0xffffffffu, 1);
+  return add_rule(ctx, SCMP_ACT_ERRNO(EPERM), name, n, a);
 }
 
 static int build(struct sock_fprog *out, char *msg, size_t msg_size) {
@@ -196,6 +229,45 @@ static int build(struct sock_fprog *out, char *msg, size_t msg_size) {
     if ((rc = add_rule(ctx, SCMP_ACT_ALLOW, "prlimit64", 1, self)) < 0 ||
         (rc = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "prlimit64", 1, other)) < 0)
       goto fail;
+  }
+
+  /* Scheduling and I/O priority of other processes: the kernel allows them
+   * against any process of the same uid, and PID 1 has the program's uid
+   * (a program could make its sandbox's init SCHED_IDLE, nice 19, idle I/O
+   * class or pin it to one CPU: a session's init then starts every later
+   * cell slowly, and its teardown lags). Refused for PID 1 only, not
+   * limited to pid 0 as prlimit64 is: threads set their own affinity and
+   * niceness by their tid (pthread_setaffinity_np, per-thread nice), and
+   * every other process here is the program's own. */
+  {
+    static const char *const by_pid[] = {"sched_setaffinity", "sched_setscheduler",
+                                         "sched_setparam", "sched_setattr"};
+    for (size_t i = 0; i < sizeof by_pid / sizeof *by_pid; i++)
+      if ((rc = add_not_pid1(ctx, by_pid[i], 0, NULL)) < 0)
+        goto fail;
+    /* setpriority(which, who) and ioprio_set(which, who): a process
+     * (who 0: the caller) or a process group (who 0: the caller's; PID 1
+     * leads none, but who 1 is refused all the same) may be named, not PID
+     * 1. A user never: every process of the sandbox has the same uid, so
+     * PRIO_USER / IOPRIO_WHO_USER always reaches PID 1. `which` is an int:
+     * its low 32 bits are compared, as the kernel reads them. */
+    static const struct {
+      const char *name;
+      int process, pgrp, user;
+    } by_who[] = {{"setpriority", PRIO_PROCESS, PRIO_PGRP, PRIO_USER},
+                  {"ioprio_set", CR_IOPRIO_WHO_PROCESS, CR_IOPRIO_WHO_PGRP, CR_IOPRIO_WHO_USER}};
+    for (size_t i = 0; i < sizeof by_who / sizeof *by_who; i++) {
+      struct scmp_arg_cmp proc = SCMP_A0_64(SCMP_CMP_MASKED_EQ, 0xffffffffu,
+                                            (uint64_t)by_who[i].process);
+      struct scmp_arg_cmp pgrp = SCMP_A0_64(SCMP_CMP_MASKED_EQ, 0xffffffffu,
+                                            (uint64_t)by_who[i].pgrp);
+      struct scmp_arg_cmp user[] = {SCMP_A0_64(SCMP_CMP_MASKED_EQ, 0xffffffffu,
+                                               (uint64_t)by_who[i].user)};
+      if ((rc = add_not_pid1(ctx, by_who[i].name, 1, &proc)) < 0 ||
+          (rc = add_not_pid1(ctx, by_who[i].name, 1, &pgrp)) < 0 ||
+          (rc = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), by_who[i].name, 1, user)) < 0)
+        goto fail;
+    }
   }
 
   /* socket: the families a program needs (unix, IPv4, IPv6 in its own empty
