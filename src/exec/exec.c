@@ -354,6 +354,8 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
     cr_expect_stream_init(&expect, spec->expected, spec->expected_len);
   bool got_exit = false, setup_failed = false, timed_out = false, flooded = false,
        cancelled = false, killed = false, stop_armed = false, hard_killed = false;
+  /* The timer is the wall clock until the run is stopped or the program's
+   * exit is reported; from then on it is the teardown's deadline. */
   int pstatus = 0;
   char fail_text[CR_ERR_MSG_MAX] = "";
   int flood_stream = 0;
@@ -361,6 +363,7 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
   while (!(out.eof && errs.eof && sb.ctl_fd < 0)) {
     struct pollfd pf[5];
     int n = 0, i_out = -1, i_err = -1, i_ctl = -1, i_tim = -1, i_can = -1;
+    bool tim_teardown = false;
     if (!out.eof)
       pf[i_out = n++] = (struct pollfd){.fd = out.fd, .events = POLLIN};
     if (!errs.eof)
@@ -375,15 +378,19 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
       pf[i_tim = n++] = (struct pollfd){.fd = timer, .events = POLLIN};
       if (spec->cancel_fd >= 0)
         pf[i_can = n++] = (struct pollfd){.fd = spec->cancel_fd, .events = POLLIN};
-    } else if (killed && !hard_killed) {
-      /* Stopped: PID 1 kills and reaps everything, which closes the
-       * streams; if it has not within a second, the hard way. */
+    } else if (!hard_killed) {
+      /* Stopped, or the program's exit reported: either way PID 1 is
+       * killing and reaping everything, which closes the streams and the
+       * control socket. If it has not within a second, the hard way: a
+       * teardown that stalls must not hold the run (and this thread)
+       * forever, whether or not a limit fired. */
       if (!stop_armed) {
         struct itimerspec one = {.it_value = {.tv_sec = 1}};
         timerfd_settime(timer, 0, &one, NULL);
         stop_armed = true;
       }
       pf[i_tim = n++] = (struct pollfd){.fd = timer, .events = POLLIN};
+      tim_teardown = true;
     }
     if (poll(pf, (nfds_t)n, -1) < 0) {
       if (errno == EINTR)
@@ -412,6 +419,8 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
       if (r == 1 && m.type == CR_CTL_EXIT) {
         got_exit = true;
         pstatus = m.status;
+        /* cr_sb_reap gives PID 1 the same second as after a stop. */
+        cr_sb_ending(&sb);
       } else if (r == 1 && m.type == CR_CTL_FAIL && !setup_failed) {
         setup_failed = true;
         snprintf(fail_text, sizeof fail_text, "sandbox setup failed while %s%s%s", m.text,
@@ -421,7 +430,7 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
         sb.ctl_fd = -1;
       }
     }
-    if (i_tim >= 0 && pf[i_tim].revents && killed) {
+    if (i_tim >= 0 && pf[i_tim].revents && tim_teardown) {
       hard_killed = true;
       cr_sb_kill(&sb);
     } else if (i_tim >= 0 && pf[i_tim].revents && !killed) {

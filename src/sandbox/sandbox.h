@@ -173,6 +173,12 @@ void cr_sb_kill(cr_sb *sb);
  * second. Safe to call more than once. */
 void cr_sb_stop(cr_sb *sb);
 
+/* One-shot sandboxes, once the program's exit was reported: PID 1 is
+ * already ending the run as after cr_sb_stop (it kills and reaps the rest,
+ * then exits), so cr_sb_reap gives it the same second before cr_sb_kill
+ * instead of waiting as long as it takes. */
+void cr_sb_ending(cr_sb *sb);
+
 /* Waits for PID 1 (and so for the whole tree), collects the statistics and
  * removes the cgroups. */
 int cr_sb_reap(cr_sb *sb, cr_sb_stats *stats, cr_err *err);

@@ -929,15 +929,21 @@ void cr_sb_stop(cr_sb *sb) {
     cr_sb_kill(sb);
 }
 
+void cr_sb_ending(cr_sb *sb) {
+  if (sb->init_pid > 0 && sb->stop_deadline <= 0)
+    sb->stop_deadline = cr_now_s() + 1.0;
+}
+
 int cr_sb_reap(cr_sb *sb, cr_sb_stats *st, cr_err *err) {
   memset(st, 0, sizeof *st);
   if (sb->init_pid <= 0)
     return cr_fail(err, 0, "reaping the sandbox: it was not started or was already reaped");
   int status;
   pid_t p;
-  /* After cr_sb_stop, PID 1 is killing and reaping; if it has not finished
-   * by the deadline (it cannot be stopped from inside, but a kernel under
-   * pressure can be slow), SIGKILL it: nothing may outlive the run. */
+  /* After cr_sb_stop or cr_sb_ending, PID 1 is killing and reaping; if it
+   * has not finished by the deadline (it cannot be stopped from inside, but
+   * a kernel under pressure can be slow), SIGKILL it: nothing may outlive
+   * the run. */
   if (sb->stop_deadline > 0) {
     long pause_us = 200;
     while ((p = wait4(sb->init_pid, &status, WNOHANG, &st->rusage)) == 0 ||

@@ -11,6 +11,7 @@ import stat
 import statistics
 import subprocess
 import textwrap
+import time
 
 import pytest
 
@@ -458,6 +459,101 @@ def test_exit_in_time_is_not_a_timeout_when_teardown_is_slow(corral):
             "print('in time')")
     r = run_corral(["--timeout", "2", "--memory", "1200", "-c", code])
     assert r["status"] == "ok" and r["stdout"] == "in time\n" and r["exit_code"] == 0, r.why()
+
+
+def _children(pid):
+    kids = []
+    for t in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{t}/children") as f:
+            kids += [int(x) for x in f.read().split()]
+    return kids
+
+
+class _Tracer:
+    """Just enough ptrace (x86_64) to hold a process at a chosen syscall."""
+    SYSCALL, GETREGS, SEIZE, INTERRUPT = 24, 12, 0x4206, 0x4207
+    O_TRACESYSGOOD = 1
+    WALL = 0x40000000
+    ORIG_RAX = 15                   # index in struct user_regs_struct
+
+    def __init__(self, pid):
+        import ctypes
+        self.ct = ctypes
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.ptrace.restype = ctypes.c_long
+        self.libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+        self.pid = pid
+        self.call(self.SEIZE, None, self.O_TRACESYSGOOD)
+        self.call(self.INTERRUPT)
+        os.waitpid(pid, self.WALL)
+        self.call(self.SYSCALL)
+
+    def call(self, req, addr=None, data=None):
+        if self.libc.ptrace(req, self.pid, addr, data) < 0:
+            e = self.ct.get_errno()
+            raise OSError(e, os.strerror(e))
+
+    def hold_at(self, nr):
+        """Runs the tracee until it enters syscall nr, and leaves it there."""
+        regs = (self.ct.c_ulonglong * 27)()
+        while True:
+            _, st = os.waitpid(self.pid, self.WALL)
+            assert os.WIFSTOPPED(st), f"the traced process ended (status {st:#x})"
+            sig = os.WSTOPSIG(st)
+            if sig == signal.SIGTRAP | 0x80:
+                self.call(self.GETREGS, None, self.ct.addressof(regs))
+                if regs[self.ORIG_RAX] == nr:
+                    return
+                sig = 0
+            elif st >> 16:
+                sig = 0             # a ptrace event stop, not a signal to pass on
+            self.call(self.SYSCALL, None, sig)
+
+
+def test_stalled_teardown_after_the_exit_is_ended(corral_bin):
+    """Once the program's exit is reported, PID 1 kills and reaps the rest
+    and exits; if that stalls, the supervisor must SIGKILL PID 1 as it does
+    after a stop, not wait for it without end. The stall is made from here:
+    PID 1 is held (ptrace) at the kill(-1) its teardown starts with."""
+    code = py("""
+        import signal, sys
+        signal.signal(signal.SIGUSR1, lambda *a: sys.exit(0))
+        print('ready', flush=True)
+        while True:
+            signal.pause()
+    """)
+    p = subprocess.Popen([corral_bin, "run", "--timeout", "120", "-c", code],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    OUR_CORRAL_PIDS.add(p.pid)
+    init = None
+    try:
+        assert p.stdout.readline() == b"ready\n"
+        [init] = _children(p.pid)
+        [prog] = _children(init)
+        tracer = _Tracer(init)
+        os.kill(prog, signal.SIGUSR1)           # the program exits 0
+        tracer.hold_at(62)                      # kill(): after the EXIT report
+        # A guard against hanging, not a measurement: the supervisor ends
+        # PID 1 a second after the exit; without that, never.
+        for _ in range(1200):
+            pid, st = os.waitpid(init, _Tracer.WALL | os.WNOHANG)
+            if pid:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("PID 1 stalled after the program's exit and was never killed")
+        init = None
+        assert os.WIFSIGNALED(st) and os.WTERMSIG(st) == signal.SIGKILL, st
+        out, err = p.communicate(timeout=60)
+    finally:
+        if init is not None:
+            os.kill(init, signal.SIGKILL)
+            os.waitpid(init, _Tracer.WALL)
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    # the run itself ended in time: its exit is what is reported
+    assert p.returncode == 0 and b"corral: ok, exit 0" in err, (p.returncode, err)
 
 
 def test_timeout_sleeping_program(corral):
