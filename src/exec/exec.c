@@ -413,7 +413,10 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
       flood_stream = 2;
       cr_sb_stop(&sb);
     }
-    if (i_ctl >= 0 && pf[i_ctl].revents) {
+    /* Every message waiting, not one: an EXIT queued behind another must
+     * be seen in this round, before the timer and the cancel below are
+     * judged. */
+    while (i_ctl >= 0 && pf[i_ctl].revents && sb.ctl_fd >= 0) {
       cr_ctl_msg m;
       int r = cr_sb_read_ctl(&sb, &m, &e2);
       if (r == 1 && m.type == CR_CTL_EXIT) {
@@ -429,15 +432,20 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
         close(sb.ctl_fd);
         sb.ctl_fd = -1;
       }
+      if (r <= 0)
+        break; /* nothing more now, or the end (ctl_fd is closed then) */
     }
+    /* An exit seen in the same round as the timer's expiry or a cancel
+     * wins: the program ended by itself, and an exit in time is not a
+     * timeout (nor an interruption). */
     if (i_tim >= 0 && pf[i_tim].revents && tim_teardown) {
       hard_killed = true;
       cr_sb_kill(&sb);
-    } else if (i_tim >= 0 && pf[i_tim].revents && !killed) {
+    } else if (i_tim >= 0 && pf[i_tim].revents && !killed && !got_exit) {
       timed_out = killed = true;
       cr_sb_stop(&sb);
     }
-    if (i_can >= 0 && pf[i_can].revents && !killed) {
+    if (i_can >= 0 && pf[i_can].revents && !killed && !got_exit) {
       cancelled = killed = true;
       cr_sb_stop(&sb);
     }

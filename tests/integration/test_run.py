@@ -556,6 +556,73 @@ def test_stalled_teardown_after_the_exit_is_ended(corral_bin):
     assert p.returncode == 0 and b"corral: ok, exit 0" in err, (p.returncode, err)
 
 
+def _state(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def _wait_until(cond, what):
+    # a guard against hanging, not a measurement
+    for _ in range(1200):
+        if cond():
+            return
+        time.sleep(0.05)
+    pytest.fail(f"gave up waiting for {what}")
+
+
+def _timer_expired(pid):
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = f.read()
+        except OSError:
+            continue
+        m = re.search(r"^ticks:\s*(\d+)", info, re.M)
+        if m and int(m.group(1)) > 0:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("ending", ["timer", "cancel"])
+def test_exit_seen_with_the_timer_or_a_cancel_is_not_a_timeout(corral_bin, ending):
+    """The supervisor sees the program's exit and the wall-clock expiry (or
+    a cancel) in the same round of its loop: the program ended by itself,
+    and in time. Made deterministic by stopping corral (SIGSTOP) while the
+    program exits and the timer runs out (or SIGINT arrives)."""
+    code = py("""
+        import signal, sys
+        signal.signal(signal.SIGUSR1, lambda *a: sys.exit(0))
+        print('ready', flush=True)
+        while True:
+            signal.pause()
+    """)
+    p = subprocess.Popen([corral_bin, "run", "--timeout", "3", "-c", code],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    OUR_CORRAL_PIDS.add(p.pid)
+    try:
+        assert p.stdout.readline() == b"ready\n"
+        [init] = _children(p.pid)
+        [prog] = _children(init)
+        os.kill(p.pid, signal.SIGSTOP)
+        _wait_until(lambda: _state(p.pid) == "T", "corral to stop")
+        os.kill(prog, signal.SIGUSR1)
+        # PID 1 sent EXIT, then ended its teardown: a zombie, as corral,
+        # stopped, cannot reap it
+        _wait_until(lambda: _state(init) == "Z", "PID 1 to end")
+        if ending == "timer":
+            _wait_until(lambda: _timer_expired(p.pid), "the wall-clock timer to expire")
+        else:
+            os.kill(p.pid, signal.SIGINT)
+        os.kill(p.pid, signal.SIGCONT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGCONT)
+            p.kill()
+            p.communicate()
+    assert p.returncode == 0 and b"corral: ok, exit 0" in err, (p.returncode, err)
+
+
 def test_timeout_sleeping_program(corral):
     r = run_corral(["--timeout", "1.5", "-c", "import time\nprint('start', flush=True)\ntime.sleep(60)"])
     assert r["status"] == "timeout" and r.rc == 124, r.why()
