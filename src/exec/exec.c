@@ -357,6 +357,7 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
   /* The timer is the wall clock until the run is stopped or the program's
    * exit is reported; from then on it is the teardown's deadline. */
   int pstatus = 0;
+  int32_t own_cpu_ms = -1;   /* the program's own process (EXIT), -1: unknown */
   char fail_text[CR_ERR_MSG_MAX] = "";
   int flood_stream = 0;
 
@@ -422,6 +423,7 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
       if (r == 1 && m.type == CR_CTL_EXIT) {
         got_exit = true;
         pstatus = m.status;
+        own_cpu_ms = m.own_cpu_ms;
         /* cr_sb_reap gives PID 1 the same second as after a stop. */
         cr_sb_ending(&sb);
       } else if (r == 1 && m.type == CR_CTL_FAIL && !setup_failed) {
@@ -500,7 +502,11 @@ int cr_execute(const cr_exec_spec *spec, const cr_sink *sink, cr_result *res, cr
   } else if (!got_exit) {
     sandbox_failed(res, "the sandbox's init ended before reporting the program's exit");
   } else if (res->signal == SIGXCPU ||
-             (res->signal == SIGKILL && res->cpu_ms >= res->cpu_s * 1000)) {
+             (res->signal == SIGKILL &&
+              /* RLIMIT_CPU is per process: the program's own time decides
+               * (its workers may well have used more between them); only
+               * where that is unknown, the whole tree's. */
+              (own_cpu_ms >= 0 ? own_cpu_ms : res->cpu_ms) >= res->cpu_s * 1000)) {
     res->status = CR_ST_TIMEOUT;
     snprintf(detail, sizeof detail, "a process used more than its CPU-time limit of %g s",
              res->cpu_s);

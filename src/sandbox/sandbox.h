@@ -138,7 +138,10 @@ typedef struct cr_ctl_msg {
   int32_t type;
   int32_t err;
   int32_t status;
-  char text[244];
+  /* EXIT: CPU time (ms) of the program's own process, all its threads but
+   * not its children: what RLIMIT_CPU limits. -1 when unknown. */
+  int32_t own_cpu_ms;
+  char text[240];
 } cr_ctl_msg;
 
 /* Starts the sandbox and the program. On success the program may already be

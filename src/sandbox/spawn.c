@@ -136,15 +136,18 @@ typedef struct child_args {
   int ctl;
   int cg_join[2];   /* cgroup v1 "tasks" files opened by the supervisor, or -1 */
   bool root;
+  long clk_tck;     /* units of /proc/PID/stat's CPU times */
 } child_args;
 
 /* fd and fd2 (-1: none) travel with the message. */
-static void send_msg2(int ctl, int type, int err, int status, const char *text, int fd, int fd2) {
+static void send_msg_full(int ctl, int type, int err, int status, int32_t own_cpu_ms,
+                          const char *text, int fd, int fd2) {
   cr_ctl_msg m;
   memset(&m, 0, sizeof m);
   m.type = type;
   m.err = err;
   m.status = status;
+  m.own_cpu_ms = own_cpu_ms;
   if (text) {
     size_t i = 0;
     for (; text[i] && i + 1 < sizeof m.text; i++)
@@ -176,8 +179,59 @@ static void send_msg2(int ctl, int type, int err, int status, const char *text, 
     ;
 }
 
+static void send_msg2(int ctl, int type, int err, int status, const char *text, int fd, int fd2) {
+  send_msg_full(ctl, type, err, status, -1, text, fd, fd2);
+}
+
 static void send_msg(int ctl, int type, int err, int status, const char *text, int fd) {
   send_msg2(ctl, type, err, status, text, fd, -1);
+}
+
+/* CPU time (ms) of process pid itself, every thread of it but none of its
+ * children (utime + stime, fields 14 and 15 of /proc/PID/stat; a zombie's
+ * are still there), or -1. The sandbox's own /proc, so pid is as PID 1
+ * sees it. No stdio: this runs in PID 1. */
+static int32_t own_cpu_ms(pid_t pid, long clk_tck) {
+  char path[32] = "/proc/";
+  char digits[12];
+  int nd = 0;
+  for (unsigned v = (unsigned)pid; nd == 0 || v; v /= 10)
+    digits[nd++] = (char)('0' + v % 10);
+  size_t k = strlen(path);
+  while (nd)
+    path[k++] = digits[--nd];
+  memcpy(path + k, "/stat", 6);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  char buf[1024];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0 || clk_tck <= 0)
+    return -1;
+  buf[n] = '\0';
+  /* After the command name, which may hold spaces and parentheses. */
+  char *q = strrchr(buf, ')');
+  if (!q)
+    return -1;
+  unsigned long long t[2] = {0, 0};
+  int field = 2;
+  for (q++; *q && field < 15;) {
+    while (*q == ' ')
+      q++;
+    field++;
+    unsigned long long v = 0;
+    while (*q >= '0' && *q <= '9')
+      v = v * 10 + (unsigned long long)(*q++ - '0');
+    if (field == 14 || field == 15)
+      t[field - 14] = v;
+    while (*q && *q != ' ')
+      q++;
+  }
+  if (field < 15)
+    return -1;
+  unsigned long long ms = (t[0] + t[1]) * 1000ull / (unsigned long long)clk_tck;
+  return ms > INT32_MAX ? INT32_MAX : (int32_t)ms;
 }
 
 /* A persistent sandbox tells the supervisor which process its program is:
@@ -566,10 +620,21 @@ static _Noreturn void run_init(const child_args *a) {
         ;
       int st;
       pid_t p;
+      /* The program's own CPU time, read while it is a zombie (WNOWAIT):
+       * a SIGKILL is a CPU-limit kill only if this is over the limit.
+       * RLIMIT_CPU is per process: the whole tree's time, or wait4's
+       * (which adds the children it reaped), would blame a program whose
+       * workers used the time. */
+      int32_t own_ms = -1;
+      siginfo_t wi;
+      memset(&wi, 0, sizeof wi);
+      if (payload > 0 && waitid(P_PID, (id_t)payload, &wi, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+          wi.si_pid == payload)
+        own_ms = own_cpu_ms(payload, a->clk_tck);
       while ((p = waitpid(-1, &st, WNOHANG)) > 0)
         if (p == payload) {
           payload = 0;
-          send_msg(ctl, CR_CTL_EXIT, 0, st, NULL, -1);
+          send_msg_full(ctl, CR_CTL_EXIT, 0, st, own_ms, NULL, -1, -1);
           /* A one-shot run is over when its program is: whatever it left
            * behind (daemons, double forks) is killed, and counted. */
           if (!a->cfg->persistent)
@@ -791,7 +856,8 @@ int cr_sb_start(const cr_sb_config *cfg, cr_sb *sb, cr_err *err) {
   sb->out_uid = out_uid;
   sb->out_gid = out_gid;
   child_args args = {.cfg = cfg, .plan = plan, .prog = prog, .host = h, .ctl = sv[1],
-                     .cg_join = {cg_join[0], cg_join[1]}, .root = h->root};
+                     .cg_join = {cg_join[0], cg_join[1]}, .root = h->root,
+                     .clk_tck = sysconf(_SC_CLK_TCK)};
   clock_gettime(CLOCK_MONOTONIC, &sb->started);
   /* Every namespace but the cgroup one (entered by the child once it is in
    * its own cgroup): user (capabilities only over what it owns), mount (its

@@ -636,6 +636,44 @@ def test_cpu_limit(corral):
     assert r["duration_ms"] < 4000, "the CPU limit must fire long before the wall-clock limit" + r.why()
 
 
+def test_cpu_limit_kill_past_sigxcpu_is_a_timeout(corral):
+    # SIGXCPU ignored: the kernel's SIGKILL one second later is still the
+    # CPU limit, judged by the program's own CPU time.
+    r = run_corral(["--timeout", "10", "--cpu", "1", "-c", py("""
+        import signal
+        signal.signal(signal.SIGXCPU, signal.SIG_IGN)
+        while True:
+            pass
+    """)])
+    assert r["status"] == "timeout" and r["signal"] == 9, r.why()
+    assert r["error"]["category"] == "timeout", r.why()
+
+
+def test_workers_over_the_cpu_limit_do_not_make_a_sigkill_a_timeout(corral):
+    # RLIMIT_CPU is per process. Workers, each under the limit, use more
+    # than it between them; the program, far under its own, then dies of a
+    # SIGKILL it sent itself: not the CPU limit.
+    r = run_corral(["--timeout", "30", "--cpu", "1", "-c", py("""
+        import os, time
+        kids = []
+        for _ in range(3):
+            pid = os.fork()
+            if pid == 0:
+                while time.process_time() < 0.6:
+                    pass
+                os._exit(0)
+            kids.append(pid)
+        for pid in kids:
+            os.waitpid(pid, 0)
+        print('workers done', flush=True)
+        os.kill(os.getpid(), 9)
+    """)])
+    assert r["stdout"] == "workers done\n", r.why()
+    assert r["cpu_ms"] >= 1500, "the workers' CPU time must be over the limit for this test" + r.why()
+    assert r["signal"] == 9 and r["status"] == "error", r.why()
+    assert r["error"]["category"] != "timeout", r.why()
+
+
 def test_background_child_does_not_hold_the_run(corral):
     r = run_corral(["--timeout", "8", "--lang", "bash", "-c", "sleep 30 & echo done"])
     assert r["status"] == "ok" and r["stdout"] == "done\n", r.why()
