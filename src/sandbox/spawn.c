@@ -982,7 +982,8 @@ void cr_sb_kill(cr_sb *sb) {
     kill(sb->init_pid, SIGKILL);
 }
 
-static int send_cmd(cr_sb *sb, int type, int status, const int *fds, size_t nfds, cr_err *err);
+static int send_cmd(cr_sb *sb, int type, int status, const int *fds, size_t nfds, int flags,
+                    cr_err *err);
 
 void cr_sb_stop(cr_sb *sb) {
   if (sb->init_pid <= 0 || sb->stop_deadline > 0)
@@ -990,8 +991,11 @@ void cr_sb_stop(cr_sb *sb) {
   cr_err e;
   sb->stop_deadline = cr_now_s() + 1.0;
   /* No control socket (PID 1 is going anyway) or no room in it: the hard
-   * way at once. */
-  if (send_cmd(sb, CR_CTL_STOP, 0, NULL, 0, &e) < 0)
+   * way at once. MSG_DONTWAIT: the socket is blocking, and a PID 1 that
+   * reads no more (stalled, or flooded with commands it has not read)
+   * would otherwise hold the caller in sendmsg, timers and all; EAGAIN
+   * then means the hard way. */
+  if (send_cmd(sb, CR_CTL_STOP, 0, NULL, 0, MSG_DONTWAIT, &e) < 0)
     cr_sb_kill(sb);
 }
 
@@ -1063,7 +1067,8 @@ void cr_sb_release(cr_sb *sb) {
   }
 }
 
-static int send_cmd(cr_sb *sb, int type, int status, const int *fds, size_t nfds, cr_err *err) {
+static int send_cmd(cr_sb *sb, int type, int status, const int *fds, size_t nfds, int flags,
+                    cr_err *err) {
   if (sb->ctl_fd < 0 || sb->init_pid <= 0)
     return cr_fail(err, 0, "the sandbox is not running");
   cr_ctl_msg m;
@@ -1087,7 +1092,7 @@ static int send_cmd(cr_sb *sb, int type, int status, const int *fds, size_t nfds
     memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
   }
   ssize_t n;
-  while ((n = sendmsg(sb->ctl_fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+  while ((n = sendmsg(sb->ctl_fd, &mh, MSG_NOSIGNAL | flags)) < 0 && errno == EINTR)
     ;
   if (n != (ssize_t)sizeof m)
     return cr_fail(err, n < 0 ? errno : EIO, "sending a command to the sandbox's init");
@@ -1095,7 +1100,7 @@ static int send_cmd(cr_sb *sb, int type, int status, const int *fds, size_t nfds
 }
 
 int cr_sb_signal(cr_sb *sb, int sig, cr_err *err) {
-  return send_cmd(sb, CR_CTL_SIGNAL, sig, NULL, 0, err);
+  return send_cmd(sb, CR_CTL_SIGNAL, sig, NULL, 0, 0, err);
 }
 
 int cr_sb_respawn(cr_sb *sb, int stdout_fd, int stderr_fd, const int *extra_fds, size_t nextra,
@@ -1105,7 +1110,7 @@ int cr_sb_respawn(cr_sb *sb, int stdout_fd, int stderr_fd, const int *extra_fds,
   int fds[2 + CR_SB_MAX_EXTRA_FDS] = {stdout_fd, stderr_fd};
   for (size_t i = 0; i < nextra; i++)
     fds[2 + i] = extra_fds[i];
-  return send_cmd(sb, CR_CTL_SPAWN, 0, fds, 2 + nextra, err);
+  return send_cmd(sb, CR_CTL_SPAWN, 0, fds, 2 + nextra, 0, err);
 }
 
 void cr_sb_sample(cr_sb *sb, cr_sb_stats *st, bool reset_peak) {
