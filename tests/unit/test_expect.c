@@ -65,24 +65,171 @@ static const ecase cases[] = {
     OK("a \tb  ", "a \tb"),
 };
 
-/* The streaming comparison, fed byte by byte, agrees with the whole-text
- * one on every case, diff included. */
+/* An independent reference for the streaming comparison (which shares no
+ * code with this, while cr_expect_match is now the same code as the
+ * stream): written the obvious way, whole texts in memory. Split on '\n',
+ * strip each line's trailing blanks, drop the empty lines at the end, then
+ * the first line that differs (or is missing on one side) is the diff. */
+typedef struct ref_line {
+  const char *p;
+  size_t n;
+} ref_line;
+
+typedef struct ref_verdict {
+  bool match;
+  size_t line;
+  ref_line actual, expected;   /* n 0 past the end */
+  bool actual_eof, expected_eof;
+} ref_verdict;
+
+static bool ref_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+
+static size_t ref_split(const char *s, size_t n, ref_line *v, size_t cap) {
+  size_t k = 0;
+  const char *start = s;
+  for (size_t i = 0; i <= n; i++) {
+    if (i < n && s[i] != '\n')
+      continue;
+    size_t len = (size_t)(s + i - start);
+    while (len > 0 && ref_blank(start[len - 1]))
+      len--;
+    assert_true(k < cap);
+    v[k++] = (ref_line){start, len};
+    start = s + i + 1;
+  }
+  while (k > 0 && v[k - 1].n == 0)
+    k--;
+  return k;
+}
+
+static ref_verdict ref_compare(const char *out, size_t out_len, const char *exp, size_t exp_len) {
+  static ref_line a[4096], e[4096];
+  size_t na = ref_split(out, out_len, a, 4096), ne = ref_split(exp, exp_len, e, 4096);
+  ref_verdict v = {.match = true};
+  for (size_t i = 0; i < na || i < ne; i++) {
+    bool same = i < na && i < ne && a[i].n == e[i].n && memcmp(a[i].p, e[i].p, a[i].n) == 0;
+    if (same)
+      continue;
+    v.match = false;
+    v.line = i + 1;
+    v.actual_eof = i >= na;
+    v.expected_eof = i >= ne;
+    if (i < na)
+      v.actual = a[i];
+    if (i < ne)
+      v.expected = e[i];
+    break;
+  }
+  return v;
+}
+
+/* A diff field shows its line as C text, cut to 127 bytes or a little less
+ * (never inside a UTF-8 character: at most 3 bytes fewer). */
+static void check_field(size_t idx, const char *what, const char *got, ref_line want) {
+  size_t c = strnlen(want.p ? want.p : "", want.n);   /* C view: up to a NUL */
+  size_t full = c < 127 ? c : 127, gl = strlen(got);
+  if (gl > full || gl + 3 < full || (want.n && memcmp(got, want.p, gl) != 0))
+    fail_msg("case %zu: %s is '%s' (%zu bytes), want the first %zu bytes of the line", idx, what,
+             got, gl, full);
+}
+
+static void check_stream(size_t idx, const char *out, size_t out_len, const char *exp,
+                         size_t exp_len, size_t chunk) {
+  cr_expect_stream es;
+  cr_expect_stream_init(&es, exp, exp_len);
+  for (size_t k = 0; k < out_len; k += chunk)
+    cr_expect_stream_feed(&es, out + k, out_len - k < chunk ? out_len - k : chunk);
+  cr_expect_diff d;
+  memset(&d, 0x5A, sizeof d);
+  bool m = cr_expect_stream_end(&es, &d);
+  ref_verdict r = ref_compare(out, out_len, exp, exp_len);
+  if (m != r.match)
+    fail_msg("case %zu (chunks of %zu): streamed %d, reference %d", idx, chunk, m, r.match);
+  if (m)
+    return;
+  if (d.line != r.line || d.actual_eof != r.actual_eof || d.expected_eof != r.expected_eof)
+    fail_msg("case %zu (chunks of %zu): line %zu eof %d/%d, reference line %zu eof %d/%d", idx,
+             chunk, d.line, d.actual_eof, d.expected_eof, r.line, r.actual_eof, r.expected_eof);
+  check_field(idx, "actual", d.actual, r.actual);
+  check_field(idx, "expected", d.expected, r.expected);
+}
+
+/* The streaming comparison, fed byte by byte and in other chunk sizes,
+ * agrees with the reference on every case of the table. */
 static void test_stream_byte_by_byte(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const ecase *c = &cases[i];
-    cr_expect_stream es;
-    cr_expect_stream_init(&es, c->exp, c->exp_len);
-    for (size_t k = 0; k < c->out_len; k++)
-      cr_expect_stream_feed(&es, c->out + k, 1);
-    cr_expect_diff d, w;
-    memset(&d, 0, sizeof d);
-    memset(&w, 0, sizeof w);
-    bool m = cr_expect_stream_end(&es, &d);
-    bool mw = cr_expect_match(c->out, c->out_len, c->exp, c->exp_len, &w);
-    if (m != c->match || m != mw)
-      fail_msg("case %zu: streamed %d, whole %d, want %d", i, m, mw, c->match);
-    if (!m && memcmp(&d, &w, sizeof d) != 0)
-      fail_msg("case %zu: the streamed diff differs (line %zu vs %zu)", i, d.line, w.line);
+    ref_verdict r = ref_compare(c->out, c->out_len, c->exp, c->exp_len);
+    if (r.match != c->match || (!r.match && r.line != c->line))
+      fail_msg("case %zu: the reference itself disagrees with the table", i);
+    for (size_t chunk = 1; chunk <= 4; chunk++)
+      check_stream(i, c->out, c->out_len, c->exp, c->exp_len, chunk);
+  }
+}
+
+/* Texts made of lines of a few troublesome bytes, rendered twice with
+ * different trailing blanks, line endings and trailing empty lines (so they
+ * should match), then often changed on one side. Fixed seed: the same
+ * cases every run. */
+static uint32_t rnd_state = 12345;
+static uint32_t rnd(uint32_t n) {
+  rnd_state = rnd_state * 1103515245u + 12345u;
+  return (rnd_state >> 16) % n;
+}
+
+static size_t render(char *buf, char lines[][8], const size_t *lens, size_t nl) {
+  static const char blanks[] = " \t\r\f\v";
+  size_t k = 0;
+  for (size_t i = 0; i < nl; i++) {
+    memcpy(buf + k, lines[i], lens[i]);
+    k += lens[i];
+    for (uint32_t b = rnd(3); b; b--)
+      buf[k++] = blanks[rnd(5)];
+    if (i + 1 < nl || rnd(2)) {
+      if (rnd(2))
+        buf[k++] = '\r';
+      buf[k++] = '\n';
+    }
+  }
+  for (uint32_t t = rnd(3); t; t--) {
+    if (rnd(2))
+      buf[k++] = ' ';
+    buf[k++] = '\n';
+  }
+  return k;
+}
+
+static void test_stream_against_reference_random(void **state) {
+  static const char alphabet[] = {'a', 'b', ' ', '\t', '\r', '\0', '\xC3', '\xA9'};
+  for (size_t iter = 0; iter < 20000; iter++) {
+    char lines[12][8];
+    size_t lens[12], nl = rnd(12);
+    for (size_t i = 0; i < nl; i++) {
+      lens[i] = rnd(8);
+      for (size_t j = 0; j < lens[i]; j++)
+        lines[i][j] = alphabet[rnd(sizeof alphabet)];
+    }
+    char out[256], exp[256];
+    size_t ol = render(out, lines, lens, nl);
+    size_t el = render(exp, lines, lens, nl);
+    switch (rnd(4)) {
+    case 0:
+      break; /* as rendered: they match */
+    case 1:
+      if (el)
+        exp[rnd((uint32_t)el)] = alphabet[rnd(sizeof alphabet)];
+      break;
+    case 2:
+      if (ol)
+        out[rnd((uint32_t)ol)] = "a\n "[rnd(3)];
+      break;
+    default:
+      if (el)
+        el = rnd((uint32_t)el); /* the expected text cut short */
+      break;
+    }
+    check_stream(iter, out, ol, exp, el, 1);
+    check_stream(iter, out, ol, exp, el, 1 + rnd(7));
   }
 }
 
@@ -267,6 +414,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table),
       cmocka_unit_test(test_stream_byte_by_byte),
+      cmocka_unit_test(test_stream_against_reference_random),
       cmocka_unit_test(test_stream_long_output),
       cmocka_unit_test(test_symmetry),
       cmocka_unit_test(test_long_line_cut),
