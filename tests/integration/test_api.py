@@ -638,20 +638,26 @@ def test_disconnect_while_queued_leaves_the_running_cell_alone(srv):
     # client's) must not be interrupted.
     sid = srv.open_session({"timeout_s": 15})["id"]
     try:
-        out = {}
-        a = threading.Thread(target=lambda: out.update(
-            r=srv.cell(sid, "import time\ntime.sleep(2.5)\nprint('a done')", timeout_s=10)))
-        a.start()
-        time.sleep(0.7)   # A holds the turn
+        # A streams, so that B is sent only once A's code is running (its
+        # first line came): B then surely waits behind it.
+        a = srv.stream(f"/v1/sessions/{sid}/execute",
+                       {"code": "print('a started', flush=True)\nimport time\ntime.sleep(2.5)\n"
+                                "print('a done')", "timeout_s": 10})
+        assert a.status == 200, a.body_json()
+        events = iter(a)
+        for _, ev in events:
+            if ev.get("type") == "stdout":
+                break
         s = srv.stream(f"/v1/sessions/{sid}/execute",
                        {"code": "open('b_ran', 'w').write('x')\nprint('b ran')"})
         assert s.status == 200, s.body_json()
         time.sleep(0.5)   # B is queued behind A
         s.close()
-        a.join(15)
-        assert not a.is_alive(), "the first cell never returned"
-        r = out["r"]
-        assert r["status"] == "ok" and r["stdout"] == "a done\n", \
+        r = None
+        for _, ev in events:
+            if ev.get("type") == "result":
+                r = ev["result"]
+        assert r and r["status"] == "ok" and r["stdout"] == "a started\na done\n", \
             f"another client's disconnect interrupted this cell: {r!r:.1000}"
         time.sleep(0.5)
         r = srv.cell(sid, "import os\nprint(os.path.exists('b_ran'))", timeout_s=5)
