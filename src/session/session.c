@@ -73,6 +73,7 @@ void cr_session_opts_init(cr_session_opts *o) {
   o->output_limit = CR_DEFAULT_OUTPUT_LIMIT;
   o->output_max = CR_DEFAULT_OUTPUT_MAX;
   o->max_code_bytes = 1u << 20;
+  o->max_waiting = 32;
 }
 
 
@@ -489,13 +490,36 @@ void cr_session_ids(const cr_session *s, uid_t *uid, gid_t *gid) {
 
 /* ---- FIFO turn-taking ------------------------------------------------- */
 
-static void take_turn(cr_session *s) {
-  pthread_mutex_lock(&s->lock);
+/* With s->lock held: a ticket, then the wait for it to be served. */
+static void wait_turn_locked(cr_session *s) {
   unsigned long t = s->ticket_next++;
   while (t != s->ticket_serving)
     pthread_cond_wait(&s->cv, &s->lock);
   s->busy = true;
+}
+
+static void take_turn(cr_session *s) {
+  pthread_mutex_lock(&s->lock);
+  wait_turn_locked(s);
   pthread_mutex_unlock(&s->lock);
+}
+
+/* take_turn for an execution: refused (-1) when max_waiting executions
+ * already wait behind the running one. */
+static int take_turn_bounded(cr_session *s, cr_err *err) {
+  pthread_mutex_lock(&s->lock);
+  unsigned long queued = s->ticket_next - s->ticket_serving; /* the running one too */
+  if (queued > s->o.max_waiting) {
+    pthread_mutex_unlock(&s->lock);
+    cr_fail(err, 0, "%u executions already wait for this session's turn, its maximum: wait for "
+                    "them to finish, or use another session",
+            s->o.max_waiting);
+    err->errnum = EAGAIN; /* for callers to tell: refused for now, like a full queue */
+    return -1;
+  }
+  wait_turn_locked(s);
+  pthread_mutex_unlock(&s->lock);
+  return 0;
 }
 
 static void end_turn(cr_session *s) {
@@ -1117,7 +1141,8 @@ int cr_session_execute_ex(cr_session *s, const char *code, size_t len, double ti
   double limit = timeout_s > 0 && timeout_s < s->o.timeout_s ? timeout_s : s->o.timeout_s;
   atomic_bool *cancel = x ? x->cancel : NULL;
 
-  take_turn(s);
+  if (take_turn_bounded(s, err) < 0)
+    return -1;
   pthread_mutex_lock(&s->lock);
   s->cur_cancel = cancel;
   pthread_mutex_unlock(&s->lock);

@@ -42,6 +42,10 @@ typedef struct cr_session_opts {
   uint64_t output_limit;      /* bytes kept per stream per execution, default 1 MiB */
   uint64_t output_max;        /* bytes a stream may write in one execution, default 64 MiB */
   size_t max_code_bytes;      /* default 1 MiB */
+  /* Executions that may wait for their turn behind the running one,
+   * default 32; one more is refused at once (-1, errnum EAGAIN): each
+   * waiting caller holds a thread, and a session runs one cell at a time. */
+  uint32_t max_waiting;
   const char *const *env;     /* "KEY=VALUE" added to the sandbox's environment */
 } cr_session_opts;
 

@@ -383,6 +383,46 @@ static void test_cancel_touches_only_its_own_execution(void **state) {
   cr_session_close(s);
 }
 
+/* A session takes at most max_waiting executions waiting behind the
+ * running one; more are refused at once (EAGAIN), not queued, and the
+ * session goes on. */
+static void test_waiting_executions_are_bounded(void **state) {
+  (void)state;
+  cr_session_opts o;
+  cr_session_opts_init(&o);
+  o.max_waiting = 4;
+  cr_session *s = NULL;
+  cr_err err = {0};
+  if (cr_session_open(&o, &s, &err) < 0)
+    fail_msg("cr_session_open: %s", err.msg);
+  ex_arg sleeper = {.s = s, .code = "import time; time.sleep(1.5)"};
+  pthread_t ts, th[10];
+  pthread_create(&ts, NULL, run_ex, &sleeper);
+  usleep(300000); /* the sleeper holds the turn */
+  ex_arg q[10];
+  for (int i = 0; i < 10; i++) {
+    q[i] = (ex_arg){.s = s, .code = "n_ran = globals().get('n_ran', 0) + 1"};
+    pthread_create(&th[i], NULL, run_ex, &q[i]);
+  }
+  int ran = 0, refused = 0;
+  for (int i = 0; i < 10; i++) {
+    pthread_join(th[i], NULL);
+    free(q[i].err_text);
+    if (q[i].rc == 0)
+      ran++;
+    else if (q[i].errnum == EAGAIN)
+      refused++;
+  }
+  pthread_join(ts, NULL);
+  free(sleeper.err_text);
+  assert_int_equal(ran, 4);
+  assert_int_equal(refused, 6);
+  char *t = eval_text(s, "n_ran");
+  assert_string_equal(t, "4");
+  free(t);
+  cr_session_close(s);
+}
+
 static void *shut_later(void *p) {
   usleep(1000000);
   cr_session_shut(p);
@@ -611,6 +651,7 @@ int main(void) {
       cmocka_unit_test(test_exit_between_cells_noted_with_hidden_cells),
       cmocka_unit_test(test_cancel_touches_only_its_own_execution),
       cmocka_unit_test(test_shut_stops_a_hung_driver_start),
+      cmocka_unit_test(test_waiting_executions_are_bounded),
       cmocka_unit_test(test_manager_ttl_and_max),
       cmocka_unit_test(test_fifty_sessions_leave_nothing),
       cmocka_unit_test(test_live_sandboxes_have_distinct_uids),
