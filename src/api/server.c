@@ -121,7 +121,7 @@ int cr_api_acquire(cr_api *a) {
     return -1;
   }
   if (a->running >= a->o.max_concurrent) {
-    if (a->waiting >= a->o.queue || a->draining) {
+    if (a->waiting >= a->o.queue) {
       pthread_mutex_unlock(&a->lock);
       atomic_fetch_add(&a->m_rejected, 1);
       return -1;
