@@ -510,11 +510,9 @@ class _Tracer:
             self.call(self.SYSCALL, None, sig)
 
 
-def test_stalled_teardown_after_the_exit_is_ended(corral_bin):
-    """Once the program's exit is reported, PID 1 kills and reaps the rest
-    and exits; if that stalls, the supervisor must SIGKILL PID 1 as it does
-    after a stop, not wait for it without end. The stall is made from here:
-    PID 1 is held (ptrace) at the kill(-1) its teardown starts with."""
+def start_waiting_program(corral_bin, timeout):
+    """corral run of a program that prints 'ready' and exits 0 on SIGUSR1:
+    the test decides when the program ends."""
     code = py("""
         import signal, sys
         signal.signal(signal.SIGUSR1, lambda *a: sys.exit(0))
@@ -522,9 +520,18 @@ def test_stalled_teardown_after_the_exit_is_ended(corral_bin):
         while True:
             signal.pause()
     """)
-    p = subprocess.Popen([corral_bin, "run", "--timeout", "120", "-c", code],
+    p = subprocess.Popen([corral_bin, "run", "--timeout", timeout, "-c", code],
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     OUR_CORRAL_PIDS.add(p.pid)
+    return p
+
+
+def test_stalled_teardown_after_the_exit_is_ended(corral_bin):
+    """Once the program's exit is reported, PID 1 kills and reaps the rest
+    and exits; if that stalls, the supervisor must SIGKILL PID 1 as it does
+    after a stop, not wait for it without end. The stall is made from here:
+    PID 1 is held (ptrace) at the kill(-1) its teardown starts with."""
+    p = start_waiting_program(corral_bin, "120")
     init = None
     try:
         assert p.stdout.readline() == b"ready\n"
@@ -589,16 +596,7 @@ def test_exit_seen_with_the_timer_or_a_cancel_is_not_a_timeout(corral_bin, endin
     a cancel) in the same round of its loop: the program ended by itself,
     and in time. Made deterministic by stopping corral (SIGSTOP) while the
     program exits and the timer runs out (or SIGINT arrives)."""
-    code = py("""
-        import signal, sys
-        signal.signal(signal.SIGUSR1, lambda *a: sys.exit(0))
-        print('ready', flush=True)
-        while True:
-            signal.pause()
-    """)
-    p = subprocess.Popen([corral_bin, "run", "--timeout", "3", "-c", code],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    OUR_CORRAL_PIDS.add(p.pid)
+    p = start_waiting_program(corral_bin, "3")
     try:
         assert p.stdout.readline() == b"ready\n"
         [init] = _children(p.pid)

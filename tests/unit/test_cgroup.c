@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sandbox/internal.h"
+#include "read_file.h"
 
 #define LIMIT (64ull << 20)
 
@@ -37,17 +38,6 @@ static void blocker(const fake *f, const char *name) {
   char p[200];
   snprintf(p, sizeof p, "%s/%s", f->dir, name);
   assert_int_equal(mkdir(p, 0755), 0);
-}
-
-static void slurp(const fake *f, const char *name, char *buf, size_t size) {
-  char p[200];
-  snprintf(p, sizeof p, "%s/%s", f->dir, name);
-  int fd = open(p, O_RDONLY | O_CLOEXEC);
-  assert_true(fd >= 0);
-  ssize_t n = read(fd, buf, size - 1);
-  close(fd);
-  assert_true(n >= 0);
-  buf[n] = '\0';
 }
 
 static int setup(void **state) {
@@ -78,11 +68,11 @@ static void test_v1_all_set(void **state) {
   assert_int_equal(cr_cg_limit_memory(f->dir, CR_CG_V1, true, LIMIT, &unacc, &err), 0);
   assert_false(unacc);
   char buf[64];
-  slurp(f, "memory.limit_in_bytes", buf, sizeof buf);
+  read_file_in(f->dir, "memory.limit_in_bytes", buf, sizeof buf);
   assert_string_equal(buf, "67108864");
-  slurp(f, "memory.memsw.limit_in_bytes", buf, sizeof buf);
+  read_file_in(f->dir, "memory.memsw.limit_in_bytes", buf, sizeof buf);
   assert_string_equal(buf, "67108864");
-  slurp(f, "memory.kmem.tcp.limit_in_bytes", buf, sizeof buf);
+  read_file_in(f->dir, "memory.kmem.tcp.limit_in_bytes", buf, sizeof buf);
   assert_string_equal(buf, "16777216");
 }
 
@@ -107,7 +97,7 @@ static void test_v1_tcp_missing_is_reported(void **state) {
   assert_int_equal(cr_cg_limit_memory(f->dir, CR_CG_V1, false, LIMIT, &unacc, &err), 0);
   assert_true(unacc);
   char buf[64];
-  slurp(f, "memory.limit_in_bytes", buf, sizeof buf);
+  read_file_in(f->dir, "memory.limit_in_bytes", buf, sizeof buf);
   assert_string_equal(buf, "67108864");
 }
 
@@ -133,7 +123,7 @@ static void test_v2_swap_unwritable_fails(void **state) {
   err = (cr_err){0};
   assert_int_equal(cr_cg_limit_memory(f->dir, CR_CG_V2, false, LIMIT, &unacc, &err), 0);
   char buf[64];
-  slurp(f, "memory.max", buf, sizeof buf);
+  read_file_in(f->dir, "memory.max", buf, sizeof buf);
   assert_string_equal(buf, "67108864");
 }
 

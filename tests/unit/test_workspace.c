@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "exec/workspace.h"
+#include "read_file.h"
 
 typedef struct dirs {
   char top[64];
@@ -29,17 +30,6 @@ static void put(const char *dir, const char *name, const char *text, mode_t mode
   assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
   assert_int_equal(fchmod(fd, mode), 0);
   close(fd);
-}
-
-static void get(const char *dir, const char *name, char *buf, size_t size) {
-  char p[200];
-  snprintf(p, sizeof p, "%s/%s", dir, name);
-  int fd = open(p, O_RDONLY | O_CLOEXEC);
-  assert_true(fd >= 0);
-  ssize_t n = read(fd, buf, size - 1);
-  close(fd);
-  assert_true(n >= 0);
-  buf[n] = '\0';
 }
 
 static int setup(void **state) {
@@ -76,7 +66,7 @@ static void test_copies_without_exec_bits(void **state) {
   assert_int_equal(cr_ws_out_dir_check(d->out, &err), 0); /* new: made by the copy */
   assert_int_equal(cr_ws_copy_out(d->ws_fd, &res, d->out, 1 << 20, &err), 0);
   char buf[64];
-  get(d->out, "build.sh", buf, sizeof buf);
+  read_file_in(d->out, "build.sh", buf, sizeof buf);
   assert_string_equal(buf, "echo hi\n");
   char p[200];
   snprintf(p, sizeof p, "%s/build.sh", d->out);
@@ -113,7 +103,7 @@ static void test_refuses_non_empty(void **state) {
   assert_true(cr_ws_copy_out(d->ws_fd, &res, d->out, 1 << 20, &err) < 0);
   assert_non_null(strstr(err.msg, "not empty"));
   char buf[64];
-  get(d->out, "build.sh", buf, sizeof buf);
+  read_file_in(d->out, "build.sh", buf, sizeof buf);
   assert_string_equal(buf, "echo safe\n");
 }
 
